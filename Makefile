@@ -1,0 +1,70 @@
+# Build, run and test the genderize Kong plugin. See README.md.
+GO      ?= go
+DATA    ?= ../shared/data/names
+DB      ?= names.db
+BIN     ?= bin
+PORT    ?= 8000
+STATE   ?= .state
+
+# The default database uses every file with counts; CORE_ONLY=1 keeps the
+# seven official core sources; LEXICONS=1 adds the count-less lexicons.
+CORE_FILES    := $(sort $(wildcard $(DATA)/*.tsv.gz))
+EXTRA_FILES   := $(sort $(wildcard $(DATA)/extra/*.tsv.gz))
+LEXICON_FILES := $(sort $(wildcard $(DATA)/lexicons/*.tsv.gz))
+DB_FILES      := $(CORE_FILES) $(if $(CORE_ONLY),,$(EXTRA_FILES)) $(if $(LEXICONS),$(LEXICON_FILES))
+
+# The plugin runs inside the official Kong image, whose glibc is not ours:
+# link it statically (cgo SQLite included).
+STATIC_TAGS    := sqlite_omit_load_extension osusergo netgo
+STATIC_LDFLAGS := -s -w -linkmode external -extldflags "-static"
+
+# What the database depends on besides its input files: the importer and the
+# normaliser it shares with the engine.
+DB_SOURCES := $(shell find schema engine -name '*.go' ! -name '*_test.go' 2>/dev/null) $(wildcard schema/*.sql)
+
+.PHONY: all build db run test bench vet fmt clean FORCE
+
+all: build db
+
+build: $(BIN)/genderize $(BIN)/genderize-db $(BIN)/kong-standin
+
+# go build is a no-op when nothing changed, so these always ask it.
+$(BIN)/genderize: FORCE
+	CGO_ENABLED=1 $(GO) build -tags '$(STATIC_TAGS)' -ldflags '$(STATIC_LDFLAGS)' -o $@ ./plugin/cmd/genderize
+
+$(BIN)/genderize-db: FORCE
+	CGO_ENABLED=1 $(GO) build -o $@ ./schema/cmd/genderize-db
+
+$(BIN)/kong-standin: FORCE
+	$(GO) build -o $@ ./testing/cmd/kong-standin
+
+db: $(DB)
+
+# The input list is recorded so that switching CORE_ONLY or LEXICONS rebuilds.
+.db-inputs: FORCE
+	@echo '$(DB_FILES)' | cmp -s - $@ || echo '$(DB_FILES)' > $@
+
+$(DB): .db-inputs $(DB_FILES) $(DB_SOURCES)
+	CGO_ENABLED=1 $(GO) build -o $(BIN)/genderize-db ./schema/cmd/genderize-db
+	$(BIN)/genderize-db build -o $@ $(DB_FILES)
+
+run: build $(DB)
+	$(BIN)/kong-standin -listen 127.0.0.1:$(PORT) -kong-yml kong/kong.yml \
+		-plugin $(BIN)/genderize -db $(abspath $(DB)) -state $(abspath $(STATE))
+
+test: build $(DB)
+	$(GO) vet ./...
+	GENDERIZE_DB=$(abspath $(DB)) $(GO) test -count=1 ./...
+
+bench: build $(DB)
+	GENDERIZE_DB=$(abspath $(DB)) $(GO) test -run '^$$' -bench . -benchmem ./engine/
+	$(BIN)/kong-standin -bench -kong-yml kong/kong.yml -plugin $(BIN)/genderize -db $(abspath $(DB))
+
+vet:
+	$(GO) vet ./...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+clean:
+	rm -rf $(BIN) $(DB) .db-inputs $(STATE)

@@ -9,6 +9,7 @@ require (
 	github.com/dustin/go-humanize v1.0.1 // indirect
 	github.com/mattn/go-sqlite3 v1.14.53 // indirect
 	github.com/redis/go-redis/v9 v9.23.0 // indirect
+	github.com/ugorji/go/codec v1.2.14 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.6 // indirect
 	golang.org/x/sys v0.48.0 // indirect

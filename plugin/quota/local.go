@@ -1,0 +1,300 @@
+package quota
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	_ "github.com/mattn/go-sqlite3" // database/sql driver "sqlite3"
+)
+
+// The local policy keeps one row per key and window. WITHOUT ROWID makes the
+// primary key the table itself: one B-tree lookup per decision.
+const localSchema = `
+CREATE TABLE IF NOT EXISTS quota_counters (
+	key          TEXT    NOT NULL,
+	window_start INTEGER NOT NULL, -- Unix seconds, inclusive
+	window_end   INTEGER NOT NULL, -- Unix seconds, exclusive
+	used         INTEGER NOT NULL,
+	PRIMARY KEY (key, window_start, window_end)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS quota_counters_end ON quota_counters (window_end);
+`
+
+const (
+	// maxGroup bounds how many decisions share one transaction, so a burst
+	// cannot make one commit arbitrarily long.
+	maxGroup = 512
+	// pruneEvery is how often counters of windows that have ended are
+	// deleted, in request time.
+	pruneEvery = time.Hour
+)
+
+// Local is the `local` policy: counters for one node in a SQLite file.
+//
+// Decisions are made inside write transactions by a single writer goroutine,
+// so check-and-consume is atomic even across processes sharing the file.
+// Concurrent requests are grouped into one transaction (group commit): a
+// request waits for the commit that contains it, so AllowN returns only once
+// its consumption is in the WAL. With synchronous=NORMAL a committed
+// transaction survives the process being killed; a power loss may lose the
+// last transactions before the next checkpoint.
+type Local struct {
+	path   string
+	writer *sql.DB // one connection: the only writer
+	reader *sql.DB // peeks, concurrent with the writer thanks to WAL
+
+	mu       sync.RWMutex // guards closed and sends on requests
+	closed   bool
+	requests chan localRequest
+	stopped  chan struct{}
+
+	lastPrune time.Time // writer goroutine only
+}
+
+type localRequest struct {
+	key   string
+	limit int
+	w     Window
+	n     int
+	reply chan localReply // buffered: the writer never blocks on it
+}
+
+type localReply struct {
+	result Result
+	err    error
+}
+
+var errClosed = errors.New("quota store closed")
+
+// OpenLocal opens (creating it and its directory if needed) the SQLite quota
+// file at path. Counts already in the file are kept: a restart goes on from
+// where the last process stopped.
+func OpenLocal(path string) (*Local, error) {
+	if path == "" {
+		return nil, errors.New("open quota store: empty path")
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("open quota store %s: %w", path, err)
+	}
+	dsn := func(extra string) string {
+		return "file:" + (&url.URL{Path: path}).EscapedPath() +
+			"?_journal_mode=WAL&_synchronous=NORMAL&_busy_timeout=5000&_foreign_keys=0" + extra
+	}
+	writer, err := sql.Open("sqlite3", dsn("&_txlock=immediate"))
+	if err != nil {
+		return nil, fmt.Errorf("open quota store %s: %w", path, err)
+	}
+	writer.SetMaxOpenConns(1)
+	writer.SetMaxIdleConns(1)
+	writer.SetConnMaxLifetime(0)
+	writer.SetConnMaxIdleTime(0)
+	if _, err := writer.Exec(localSchema); err != nil {
+		writer.Close()
+		return nil, fmt.Errorf("create quota schema in %s: %w", path, err)
+	}
+	var mode string
+	if err := writer.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+		writer.Close()
+		return nil, fmt.Errorf("quota store %s: journal mode %q, want wal (%v)", path, mode, err)
+	}
+	reader, err := sql.Open("sqlite3", dsn("&mode=ro"))
+	if err != nil {
+		writer.Close()
+		return nil, fmt.Errorf("open quota store %s for reading: %w", path, err)
+	}
+	reader.SetMaxIdleConns(4)
+	s := &Local{
+		path:     path,
+		writer:   writer,
+		reader:   reader,
+		requests: make(chan localRequest, maxGroup),
+		stopped:  make(chan struct{}),
+	}
+	go s.run()
+	return s, nil
+}
+
+// Path is the file the store keeps its counters in.
+func (s *Local) Path() string { return s.path }
+
+// AllowN implements Store. A peek (n == 0) reads the last committed state
+// without waiting for the writer.
+func (s *Local) AllowN(ctx context.Context, key string, limit int, w Window, n int) (Result, error) {
+	if n < 0 || limit < 0 {
+		return Result{}, fmt.Errorf("quota %s: invalid request n=%d limit=%d", key, n, limit)
+	}
+	if n == 0 {
+		used, err := s.used(ctx, s.reader, key, w)
+		if err != nil {
+			return Result{}, err
+		}
+		return Decide(used, limit, 0, w), nil
+	}
+
+	req := localRequest{key: key, limit: limit, w: w, n: n, reply: make(chan localReply, 1)}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return Result{}, errClosed
+	}
+	select {
+	case s.requests <- req:
+		s.mu.RUnlock()
+	case <-ctx.Done():
+		s.mu.RUnlock()
+		return Result{}, fmt.Errorf("quota %s: %w", key, ctx.Err())
+	}
+	// Once queued the request will be decided and committed; giving up here
+	// could only leave names counted that were never answered, which errs on
+	// the side of the caller paying less, never more than its limit.
+	select {
+	case rep := <-req.reply:
+		return rep.result, rep.err
+	case <-ctx.Done():
+		return Result{}, fmt.Errorf("quota %s: %w", key, ctx.Err())
+	}
+}
+
+// Close stops the writer after it has committed every queued request and
+// closes the file.
+func (s *Local) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.requests)
+	s.mu.Unlock()
+	<-s.stopped
+	return errors.Join(s.writer.Close(), s.reader.Close())
+}
+
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func (s *Local) used(ctx context.Context, q querier, key string, w Window) (int, error) {
+	var used int
+	err := q.QueryRowContext(ctx,
+		`SELECT used FROM quota_counters WHERE key = ? AND window_start = ? AND window_end = ?`,
+		key, w.Start.Unix(), w.End.Unix()).Scan(&used)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read quota %s in %s: %w", key, s.path, err)
+	}
+	return used, nil
+}
+
+// run is the writer: it takes every request queued so far and decides them
+// in one transaction, in arrival order.
+func (s *Local) run() {
+	defer close(s.stopped)
+	group := make([]localRequest, 0, maxGroup)
+	for first := range s.requests {
+		group = append(group[:0], first)
+	collect:
+		for len(group) < maxGroup {
+			select {
+			case req, ok := <-s.requests:
+				if !ok {
+					break collect
+				}
+				group = append(group, req)
+			default:
+				break collect
+			}
+		}
+		results, err := s.commit(group)
+		for i, req := range group {
+			if err != nil {
+				req.reply <- localReply{err: err}
+				continue
+			}
+			req.reply <- localReply{result: results[i]}
+		}
+	}
+}
+
+func (s *Local) commit(group []localRequest) (_ []Result, err error) {
+	ctx := context.Background()
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("begin quota transaction in %s: %w", s.path, err)
+	}
+	defer func() {
+		if err != nil {
+			tx.Rollback()
+		}
+	}()
+	results := make([]Result, len(group))
+	var latest time.Time
+	for i, req := range group {
+		used, err := s.used(ctx, tx, req.key, req.w)
+		if err != nil {
+			return nil, err
+		}
+		results[i] = Decide(used, req.limit, req.n, req.w)
+		if results[i].Allowed > 0 {
+			_, err := tx.ExecContext(ctx, `
+				INSERT INTO quota_counters (key, window_start, window_end, used) VALUES (?, ?, ?, ?)
+				ON CONFLICT (key, window_start, window_end) DO UPDATE SET used = used + excluded.used`,
+				req.key, req.w.Start.Unix(), req.w.End.Unix(), results[i].Allowed)
+			if err != nil {
+				return nil, fmt.Errorf("count quota %s in %s: %w", req.key, s.path, err)
+			}
+		}
+		if req.w.Now.After(latest) {
+			latest = req.w.Now
+		}
+	}
+	// Counters of ended windows are never read again. Pruning follows
+	// request time, not the wall clock, so that it agrees with the windows
+	// the plugin asks about.
+	if latest.Sub(s.lastPrune) >= pruneEvery {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM quota_counters WHERE window_end <= ?`, latest.Unix()); err != nil {
+			return nil, fmt.Errorf("prune quota counters in %s: %w", s.path, err)
+		}
+		s.lastPrune = latest
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("commit quota counts in %s: %w", s.path, err)
+	}
+	return results, nil
+}
+
+var (
+	sharedMu    sync.Mutex
+	sharedLocal = map[string]*Local{}
+)
+
+// SharedLocal returns the process-wide store for path, opening it on first
+// use. Kong creates and drops plugin instances at will; the counters must
+// outlive them, so shared stores are never closed. A failed open is not
+// remembered: the next call tries again.
+func SharedLocal(path string) (*Local, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("quota store path %s: %w", path, err)
+	}
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	if s, ok := sharedLocal[abs]; ok {
+		return s, nil
+	}
+	s, err := OpenLocal(abs)
+	if err != nil {
+		return nil, err
+	}
+	sharedLocal[abs] = s
+	return s, nil
+}

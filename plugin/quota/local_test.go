@@ -1,0 +1,275 @@
+package quota
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+var testNow = time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)
+
+func openTestStore(t *testing.T, path string) *Local {
+	t.Helper()
+	s, err := OpenLocal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func allow(t *testing.T, s Store, key string, limit int, w Window, n int) Result {
+	t.Helper()
+	r, err := s.AllowN(context.Background(), key, limit, w, n)
+	if err != nil {
+		t.Fatalf("AllowN(%q, %d, n=%d): %v", key, limit, n, err)
+	}
+	return r
+}
+
+func TestLocalAllowN(t *testing.T) {
+	s := openTestStore(t, filepath.Join(t.TempDir(), "quota.db"))
+	w := Month(testNow)
+	steps := []struct {
+		key              string
+		n                int
+		allowed, remains int
+	}{
+		{"consumer:a", 0, 0, 10},  // peek on a fresh key
+		{"consumer:a", 3, 3, 7},   // consume 3
+		{"consumer:a", 0, 0, 7},   // the peek sees it
+		{"consumer:a", 8, 0, 7},   // too many: nothing consumed
+		{"consumer:a", 7, 7, 0},   // exactly the rest
+		{"consumer:a", 1, 0, 0},   // used up
+		{"consumer:b", 10, 10, 0}, // keys are independent
+		{"consumer:c", 11, 0, 10}, // more than the whole limit
+	}
+	for i, st := range steps {
+		r := allow(t, s, st.key, 10, w, st.n)
+		if r.Allowed != st.allowed || r.Remaining != st.remains || r.Limit != 10 {
+			t.Fatalf("step %d %s n=%d: got %+v, want allowed %d remaining %d", i, st.key, st.n, r, st.allowed, st.remains)
+		}
+		if r.ResetAfter != w.ResetAfter() {
+			t.Fatalf("step %d: ResetAfter %s, want %s", i, r.ResetAfter, w.ResetAfter())
+		}
+		if refused := st.n > 0 && r.Allowed == 0; refused != (r.RetryAfter > 0) {
+			t.Fatalf("step %d: RetryAfter %s on refused=%v", i, r.RetryAfter, refused)
+		}
+	}
+}
+
+func TestLocalWindowsAreSeparate(t *testing.T) {
+	s := openTestStore(t, filepath.Join(t.TempDir(), "quota.db"))
+	day := 24 * time.Hour
+	today := Fixed(testNow, day)
+	allow(t, s, "ip:192.0.2.1", 5, today, 5)
+	if r := allow(t, s, "ip:192.0.2.1", 5, today, 1); r.Allowed != 0 {
+		t.Fatalf("used-up window granted %+v", r)
+	}
+	// The next day starts from zero.
+	tomorrow := Fixed(testNow.Add(day), day)
+	if r := allow(t, s, "ip:192.0.2.1", 5, tomorrow, 5); r.Allowed != 5 || r.Remaining != 0 {
+		t.Fatalf("next window: %+v", r)
+	}
+	// A window of another length starting at the same instant is another
+	// counter (an operator changed ip_window_seconds).
+	hour := Fixed(today.Start, time.Hour)
+	if r := allow(t, s, "ip:192.0.2.1", 5, hour, 0); r.Remaining != 5 {
+		t.Fatalf("hour window sharing the day's start: %+v", r)
+	}
+}
+
+func TestLocalPrunesEndedWindows(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "quota.db")
+	s := openTestStore(t, path)
+	old := Month(testNow.AddDate(0, -2, 0))
+	allow(t, s, "consumer:a", 10, old, 4)
+	// The first commit prunes; the next one an hour of request time later.
+	allow(t, s, "consumer:b", 10, Month(testNow.AddDate(0, -2, 0).Add(2*time.Hour)), 1)
+	allow(t, s, "consumer:b", 10, Month(testNow), 1)
+	var rows int
+	if err := s.reader.QueryRow(`SELECT count(*) FROM quota_counters WHERE window_end <= ?`, testNow.Unix()).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 0 {
+		t.Fatalf("%d counters of ended windows left", rows)
+	}
+}
+
+func TestLocalSurvivesReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub", "dir", "quota.db")
+	w := Month(testNow)
+	s, err := OpenLocal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allow(t, s, "consumer:a", 100, w, 42)
+	allow(t, s, "ip:2001:db8::1", 100, w, 7)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AllowN(context.Background(), "consumer:a", 100, w, 1); err == nil {
+		t.Fatal("AllowN on a closed store succeeded")
+	}
+
+	s = openTestStore(t, path)
+	if r := allow(t, s, "consumer:a", 100, w, 0); r.Remaining != 58 {
+		t.Fatalf("after reopen consumer:a remaining %d, want 58", r.Remaining)
+	}
+	if r := allow(t, s, "ip:2001:db8::1", 100, w, 0); r.Remaining != 93 {
+		t.Fatalf("after reopen ip remaining %d, want 93", r.Remaining)
+	}
+}
+
+// Many goroutines racing for the last units of one key: exactly limit units
+// are granted, never more, and the file agrees after a reopen.
+func TestLocalConcurrentNeverOverGrants(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "quota.db")
+	s, err := OpenLocal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := Month(testNow)
+	const limit, workers, perWorker = 500, 16, 60
+	var granted, refused atomic.Int64
+	var wg sync.WaitGroup
+	for g := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perWorker {
+				n := 1 + (g+i)%3
+				r, err := s.AllowN(context.Background(), "consumer:race", limit, w, n)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if r.Allowed != 0 && r.Allowed != n {
+					t.Errorf("partial grant %d of %d", r.Allowed, n)
+				}
+				granted.Add(int64(r.Allowed))
+				if r.Allowed == 0 {
+					refused.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// 16*60 requests of 1-3 units ask for about 1900 > 500.
+	if granted.Load() > limit || granted.Load() < limit-2 || refused.Load() == 0 {
+		t.Fatalf("granted %d (refused %d requests), want %d..%d", granted.Load(), refused.Load(), limit-2, limit)
+	}
+	s = openTestStore(t, path)
+	if r := allow(t, s, "consumer:race", limit, w, 0); int64(limit-r.Remaining) != granted.Load() {
+		t.Fatalf("file says %d used, goroutines were granted %d", limit-r.Remaining, granted.Load())
+	}
+}
+
+// childEnv makes the test binary act as a process that consumes quota and
+// reports each grant on stdout, until it is killed.
+const childEnv = "GENDERIZE_QUOTA_CHILD"
+
+func TestMain(m *testing.M) {
+	if path := os.Getenv(childEnv); path != "" {
+		os.Exit(runChild(path))
+	}
+	os.Exit(m.Run())
+}
+
+func runChild(path string) int {
+	s, err := OpenLocal(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	var total int
+	for i := 0; i < 100000; i++ {
+		r, err := s.AllowN(context.Background(), "consumer:killed", 1<<30, Month(testNow), 2)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		total += r.Allowed
+		// Reported only after AllowN returned: this is "the response sent".
+		fmt.Println(total)
+	}
+	return 0
+}
+
+// A grant that was reported is never lost, even when the process is killed
+// with SIGKILL right after.
+func TestLocalDurableAcrossKill(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "quota.db")
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+path)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	lines := bufio.NewScanner(out)
+	var reported int
+	for lines.Scan() {
+		n, err := strconv.Atoi(lines.Text())
+		if err != nil {
+			t.Fatalf("child said %q", lines.Text())
+		}
+		reported = n
+		if reported >= 400 {
+			break
+		}
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	if reported < 400 {
+		t.Fatalf("child reported only %d before stopping", reported)
+	}
+
+	s := openTestStore(t, path)
+	r := allow(t, s, "consumer:killed", 1<<30, Month(testNow), 0)
+	if used := 1<<30 - r.Remaining; used < reported {
+		t.Fatalf("after kill the file counts %d, but %d were reported granted", used, reported)
+	}
+}
+
+func TestSharedLocalOncePerPath(t *testing.T) {
+	dir := t.TempDir()
+	a, err := SharedLocal(filepath.Join(dir, "q.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := SharedLocal(filepath.Join(dir, ".", "q.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a != b {
+		t.Fatal("same path opened twice")
+	}
+	c, err := SharedLocal(filepath.Join(dir, "other.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c == a {
+		t.Fatal("different paths share a store")
+	}
+	if _, err := SharedLocal(filepath.Join(dir, "q.db", "not-a-dir", "x.db")); err == nil {
+		t.Fatal("opening under a file succeeded")
+	}
+}

@@ -1,6 +1,6 @@
 module github.com/genderize-kong/genderize
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/Kong/go-pdk v0.11.2 // indirect
@@ -14,6 +14,6 @@ require (
 	go.yaml.in/yaml/v3 v3.0.6 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
-	golang.org/x/time v0.16.0 // indirect
+	golang.org/x/time v0.16.0
 	google.golang.org/protobuf v1.36.2 // indirect
 )

@@ -1,0 +1,87 @@
+package throttle
+
+import (
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+
+func TestBurstThenRate(t *testing.T) {
+	l := New(10, 5) // a token every 100ms, 5 at most
+	for i := range 5 {
+		if ok, _ := l.Allow("a", t0); !ok {
+			t.Fatalf("request %d of the burst refused", i)
+		}
+	}
+	ok, retry := l.Allow("a", t0)
+	if ok || retry != 100*time.Millisecond {
+		t.Fatalf("6th request: ok=%v retry=%s, want refused, 100ms", ok, retry)
+	}
+	// A refused request takes no token: 40ms later 60ms are still missing.
+	if ok, retry := l.Allow("a", t0.Add(40*time.Millisecond)); ok || retry != 60*time.Millisecond {
+		t.Fatalf("at +40ms: ok=%v retry=%s, want refused, 60ms", ok, retry)
+	}
+	if ok, _ := l.Allow("a", t0.Add(100*time.Millisecond)); !ok {
+		t.Fatal("refilled token refused")
+	}
+	// Other keys have their own bucket.
+	if ok, _ := l.Allow("b", t0); !ok {
+		t.Fatal("key b throttled by key a")
+	}
+}
+
+func TestSlowRateRetryAfter(t *testing.T) {
+	l := New(0.5, 1) // one request every 2s
+	if ok, _ := l.Allow("a", t0); !ok {
+		t.Fatal("first request refused")
+	}
+	if ok, retry := l.Allow("a", t0.Add(500*time.Millisecond)); ok || retry != 1500*time.Millisecond {
+		t.Fatalf("ok=%v retry=%s, want refused, 1.5s", ok, retry)
+	}
+}
+
+func TestSweepForgetsFullBuckets(t *testing.T) {
+	l := New(10, 5) // full again 500ms after the last use
+	for i := range 100 {
+		l.Allow(string(rune('a'+i%26))+string(rune('0'+i/26)), t0)
+	}
+	if l.Len() != 100 {
+		t.Fatalf("%d buckets, want 100", l.Len())
+	}
+	// Drain one key, then sweep a minute later: a bucket refilled by then
+	// is forgotten, and a fresh bucket behaves the same.
+	for range 5 {
+		l.Allow("busy", t0.Add(sweepEvery))
+	}
+	later := t0.Add(sweepEvery + 200*time.Millisecond)
+	for i := range shardCount {
+		l.shards[i].lastSweep = t0
+	}
+	if ok, _ := l.Allow("busy", later); !ok {
+		// 200ms refilled two tokens.
+		t.Fatal("busy key refused after refill")
+	}
+	for i := range shardCount {
+		sh := &l.shards[i]
+		sh.mu.Lock()
+		for k, b := range sh.buckets {
+			if k != "busy" && later.Sub(b.last) < l.refill {
+				t.Errorf("bucket %q not swept", k)
+			}
+		}
+		sh.mu.Unlock()
+	}
+	if got := l.Len(); got > 100 || got < 1 {
+		t.Fatalf("%d buckets after sweeps", got)
+	}
+}
+
+func TestShared(t *testing.T) {
+	if Shared(10, 50) != Shared(10, 50) {
+		t.Fatal("same settings, different limiters")
+	}
+	if Shared(10, 50) == Shared(10, 51) {
+		t.Fatal("different settings share a limiter")
+	}
+}

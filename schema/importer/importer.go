@@ -1,0 +1,439 @@
+// Package importer builds the name database (package schema) from name
+// statistics files: the long TSV format of ../shared/data/names, count-less
+// lexicons, and the US SSA's own yobYYYY.txt / names.zip download.
+//
+// Cleaning, row by row (see cleanName): the name is keyed with
+// namekey.Key, the function the engine looks names up with; rows whose sex
+// is not F or M, whose country is not an ISO 3166-1 code, whose count is
+// not a positive integer or is absurd, and whose name is a URL, has digits,
+// no letters, stray characters, an initial ("A Abigail") or is too long
+// are dropped and counted by reason. Rows of one source that normalise to
+// the same (key, country, sex) are merged by summing their counts; sources
+// are then summed per (key, country).
+//
+// Precomputed for the engine, so that a lookup is one indexed read: the
+// accent-folded keys (namekey.Fold) with their summed counts, and the
+// global model (country "") for both forms. See package engine for how the
+// global model weighs countries.
+package importer
+
+import (
+	"cmp"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/genderize-kong/genderize/engine/namekey"
+	"github.com/genderize-kong/genderize/schema"
+	_ "github.com/mattn/go-sqlite3"
+)
+
+// SourceReport is what the build did with one source.
+type SourceReport struct {
+	ID        string
+	Format    string
+	Files     []string
+	Info      SourceInfo
+	Countries int
+	Read      int64 // rows read
+	Kept      int64 // rows that created a (key, country, sex) entry
+	Merged    int64 // rows summed into an entry of the same source
+	Dropped   int64
+	Reasons   map[string]int64 // dropped rows by reason
+}
+
+// Report is what a build produced.
+type Report struct {
+	Sources   []SourceReport
+	Keys      int   // distinct exact keys
+	Countries int   // countries with data
+	Rows      int64 // rows of the names table
+}
+
+// String is the summary line the CLI prints for a source.
+func (s SourceReport) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: read %d, kept %d, merged %d, dropped %d", s.ID, s.Read, s.Kept, s.Merged, s.Dropped)
+	reasons := make([]string, 0, len(s.Reasons))
+	for r := range s.Reasons {
+		reasons = append(reasons, r)
+	}
+	sort.Slice(reasons, func(i, j int) bool { return s.Reasons[reasons[i]] > s.Reasons[reasons[j]] })
+	for i, r := range reasons {
+		if i == 0 {
+			b.WriteString(" (")
+		} else {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %d", r, s.Reasons[r])
+	}
+	if len(reasons) > 0 {
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+type entry struct{ key, country string }
+
+type tally struct{ female, male int64 }
+
+type seenKey struct {
+	entry
+	female bool
+}
+
+// Build reads files and writes the database to out. It writes a temporary
+// file next to out and renames it into place, so out is either the old
+// database or a complete new one. Progress goes to progress (nil: none).
+func Build(out string, files []string, progress io.Writer) (*Report, error) {
+	if len(files) == 0 {
+		return nil, errors.New("no input files")
+	}
+	if progress == nil {
+		progress = io.Discard
+	}
+	type source struct {
+		id, format string
+		files      []string
+	}
+	var sources []*source
+	byID := map[string]*source{}
+	for _, f := range files {
+		id, format, err := sourceOf(f)
+		if err != nil {
+			return nil, err
+		}
+		s := byID[id]
+		if s == nil {
+			s = &source{id: id, format: format}
+			byID[id] = s
+			sources = append(sources, s)
+		} else if s.format != format {
+			return nil, fmt.Errorf("%s: format %s, but source %s was read as %s", f, format, id, s.format)
+		}
+		s.files = append(s.files, f)
+	}
+
+	data := map[entry]tally{}
+	report := &Report{}
+	for _, s := range sources {
+		sr := SourceReport{ID: s.id, Format: s.format, Files: s.files, Reasons: map[string]int64{}}
+		info, known := knownSources[s.id]
+		if !known {
+			info = SourceInfo{Licence: "unknown: check the publisher's terms", Counts: "unknown"}
+			fmt.Fprintf(progress, "warning: %s is not a known source; its licence is recorded as unknown\n", s.id)
+		}
+		sr.Info = info
+		seen := map[seenKey]struct{}{}
+		countries := map[string]struct{}{}
+		drop := func(reason string) {
+			sr.Dropped++
+			sr.Reasons[reason]++
+		}
+		for _, f := range s.files {
+			err := readRows(f, s.format, func(r row) {
+				sr.Read++
+				if sr.Read%200_000 == 0 {
+					fmt.Fprintf(progress, "\r%s: %d rows", s.id, sr.Read)
+				}
+				if r.drop != "" {
+					drop(r.drop)
+					return
+				}
+				female, ok := parseSex(r.sex)
+				if !ok {
+					drop(DropSex)
+					return
+				}
+				country, ok := parseCountry(r.country)
+				if !ok {
+					drop(DropCountry)
+					return
+				}
+				n, reason := parseCount(r.count)
+				if reason != "" {
+					drop(reason)
+					return
+				}
+				key, reason := cleanName(r.name)
+				if reason != "" {
+					drop(reason)
+					return
+				}
+				e := entry{key, country}
+				sk := seenKey{e, female}
+				if _, dup := seen[sk]; dup {
+					sr.Merged++
+				} else {
+					seen[sk] = struct{}{}
+					sr.Kept++
+				}
+				countries[country] = struct{}{}
+				t := data[e]
+				if female {
+					t.female += n
+				} else {
+					t.male += n
+				}
+				data[e] = t
+			})
+			if err != nil {
+				return nil, err
+			}
+		}
+		sr.Countries = len(countries)
+		fmt.Fprintf(progress, "\r%s\n", sr)
+		report.Sources = append(report.Sources, sr)
+	}
+	if len(data) == 0 {
+		return nil, errors.New("no rows kept: nothing to build")
+	}
+
+	rows, weights, totals := precompute(data)
+	report.Countries = len(totals)
+	report.Rows = int64(len(rows))
+	for _, r := range rows {
+		if r.form == schema.FormExact && r.country == "" {
+			report.Keys++
+		}
+	}
+	if err := write(out, report, rows, weights, totals, progress); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(progress, "\rwrote %s: %d keys, %d countries, %d rows\n", out, report.Keys, report.Countries, report.Rows)
+	return report, nil
+}
+
+// nameRow is one row of the names table.
+type nameRow struct {
+	key, country string
+	form         int
+	female, male int64
+	share        float64
+}
+
+// countryWeight is the factor a country's counts get in the global model:
+// 1/sqrt(total records of the country), so a country weighs sqrt(total).
+// Raw counts are not one unit across sources (US births over 145 years,
+// Swiss population stocks summed over years, a few hundred Wikidata
+// persons): pooling them raw would let whichever office publishes the
+// largest numbers decide every name shared between countries, while giving
+// every country the same weight would let a handful of noisy Wikidata
+// records outvote a national register. The square root sits between the
+// two: more data still counts for more, but not linearly.
+func countryWeight(records int64) float64 { return 1 / math.Sqrt(float64(records)) }
+
+// precompute turns the merged counts into the rows of the names table:
+// exact keys per country and pooled, folded keys per country and pooled.
+func precompute(data map[entry]tally) (rows []nameRow, weights map[string]float64, totals map[string][2]int64) {
+	totals = map[string][2]int64{} // country -> distinct keys, records
+	for e, t := range data {
+		c := totals[e.country]
+		c[0]++
+		c[1] += t.female + t.male
+		totals[e.country] = c
+	}
+	weights = make(map[string]float64, len(totals))
+	for c, t := range totals {
+		weights[c] = countryWeight(t[1])
+	}
+
+	type pooled struct {
+		tally
+		wf, wm float64
+	}
+	exactGlobal := map[string]*pooled{}
+	folded := map[entry]tally{}
+	foldedGlobal := map[string]*pooled{}
+	variants := map[string][]string{} // folded key -> exact keys folding to it
+	foldOf := map[string]string{}
+	rows = make([]nameRow, 0, len(data)*2)
+	add := func(m map[string]*pooled, key, country string, t tally) {
+		p := m[key]
+		if p == nil {
+			p = &pooled{}
+			m[key] = p
+		}
+		w := weights[country]
+		p.female += t.female
+		p.male += t.male
+		p.wf += float64(t.female) * w
+		p.wm += float64(t.male) * w
+	}
+	for e, t := range data {
+		rows = append(rows, nameRow{e.key, e.country, schema.FormExact, t.female, t.male, share(float64(t.female), float64(t.male))})
+		add(exactGlobal, e.key, e.country, t)
+		f, ok := foldOf[e.key]
+		if !ok {
+			f = namekey.Fold(e.key)
+			foldOf[e.key] = f
+			variants[f] = append(variants[f], e.key)
+		}
+		fe := entry{f, e.country}
+		ft := folded[fe]
+		ft.female += t.female
+		ft.male += t.male
+		folded[fe] = ft
+		add(foldedGlobal, f, e.country, t)
+	}
+	for k, p := range exactGlobal {
+		rows = append(rows, nameRow{k, "", schema.FormExact, p.female, p.male, share(p.wf, p.wm)})
+	}
+	// A folded key with a single variant equal to itself would repeat the
+	// exact rows; readers fall back to the exact row for it.
+	needed := func(f string) bool { v := variants[f]; return len(v) > 1 || v[0] != f }
+	for e, t := range folded {
+		if needed(e.key) {
+			rows = append(rows, nameRow{e.key, e.country, schema.FormFolded, t.female, t.male, share(float64(t.female), float64(t.male))})
+		}
+	}
+	for k, p := range foldedGlobal {
+		if needed(k) {
+			rows = append(rows, nameRow{k, "", schema.FormFolded, p.female, p.male, share(p.wf, p.wm)})
+		}
+	}
+	slices.SortFunc(rows, func(a, b nameRow) int {
+		return cmp.Or(strings.Compare(a.key, b.key), strings.Compare(a.country, b.country), cmp.Compare(a.form, b.form))
+	})
+	return rows, weights, totals
+}
+
+func share(female, male float64) float64 { return female / (female + male) }
+
+// write creates the database in a temporary file beside out and renames it.
+func write(out string, report *Report, rows []nameRow, weights map[string]float64, totals map[string][2]int64, progress io.Writer) (err error) {
+	dir := filepath.Dir(out)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(out)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("create database in %s: %w", dir, err)
+	}
+	tmpPath := tmp.Name()
+	tmp.Close()
+	defer func() {
+		if err != nil {
+			os.Remove(tmpPath)
+		}
+	}()
+	db, err := sql.Open("sqlite3", "file:"+tmpPath+"?_journal_mode=OFF&_synchronous=OFF")
+	if err != nil {
+		return fmt.Errorf("open %s: %w", tmpPath, err)
+	}
+	defer func() {
+		if cerr := db.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close %s: %w", tmpPath, cerr)
+		}
+	}()
+	db.SetMaxOpenConns(1)
+	for _, stmt := range []string{"PRAGMA page_size=4096", "PRAGMA cache_size=-200000", "PRAGMA temp_store=MEMORY"} {
+		if _, err := db.Exec(stmt); err != nil {
+			return fmt.Errorf("%s: %w", stmt, err)
+		}
+	}
+	if _, err := db.Exec(schema.SQL); err != nil {
+		return fmt.Errorf("create schema: %w", err)
+	}
+	tx, err := db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	meta := [][2]string{
+		{schema.MetaVersion, schema.VersionString},
+		{schema.MetaBuiltAt, time.Now().UTC().Format(time.RFC3339)},
+		{schema.MetaGlobalModel, "countries pooled, each country's counts weighted by 1/sqrt(its total records)"},
+	}
+	for _, m := range meta {
+		if _, err := tx.Exec("INSERT INTO meta(key, value) VALUES (?, ?)", m[0], m[1]); err != nil {
+			return fmt.Errorf("write meta: %w", err)
+		}
+	}
+	for _, s := range report.Sources {
+		reasons, _ := json.Marshal(s.Reasons)
+		_, err := tx.Exec(`INSERT INTO sources(id, files, format, licence, counts, countries,
+			rows_read, rows_kept, rows_merged, rows_dropped, dropped) VALUES (?,?,?,?,?,?,?,?,?,?,?)`,
+			s.ID, strings.Join(baseNames(s.Files), " "), s.Format, s.Info.Licence, s.Info.Counts, s.Countries,
+			s.Read, s.Kept, s.Merged, s.Dropped, string(reasons))
+		if err != nil {
+			return fmt.Errorf("write source %s: %w", s.ID, err)
+		}
+	}
+	for c, t := range totals {
+		if _, err := tx.Exec("INSERT INTO countries(country, names, records, weight) VALUES (?,?,?,?)", c, t[0], t[1], weights[c]); err != nil {
+			return fmt.Errorf("write country %s: %w", c, err)
+		}
+	}
+	if err := insertNames(tx, rows, progress); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit %s: %w", tmpPath, err)
+	}
+	if _, err := db.Exec("ANALYZE"); err != nil {
+		return fmt.Errorf("analyze: %w", err)
+	}
+	if err := db.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", tmpPath, err)
+	}
+	if err := os.Chmod(tmpPath, 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(tmpPath, out); err != nil {
+		return fmt.Errorf("move database into place: %w", err)
+	}
+	return nil
+}
+
+// insertNames inserts rows many at a time: one cgo call per row would
+// dominate the build.
+func insertNames(tx *sql.Tx, rows []nameRow, progress io.Writer) error {
+	const perStmt = 200
+	prepare := func(n int) (*sql.Stmt, error) {
+		q := "INSERT INTO names(key, country, form, female, male, female_share) VALUES " +
+			strings.TrimSuffix(strings.Repeat("(?,?,?,?,?,?),", n), ",")
+		return tx.Prepare(q)
+	}
+	full, err := prepare(perStmt)
+	if err != nil {
+		return fmt.Errorf("prepare insert: %w", err)
+	}
+	defer full.Close()
+	args := make([]any, 0, perStmt*6)
+	for start := 0; start < len(rows); start += perStmt {
+		chunk := rows[start:min(start+perStmt, len(rows))]
+		args = args[:0]
+		for _, r := range chunk {
+			args = append(args, r.key, r.country, r.form, r.female, r.male, r.share)
+		}
+		stmt := full
+		if len(chunk) < perStmt {
+			if stmt, err = prepare(len(chunk)); err != nil {
+				return fmt.Errorf("prepare insert: %w", err)
+			}
+			defer stmt.Close()
+		}
+		if _, err := stmt.Exec(args...); err != nil {
+			return fmt.Errorf("insert names: %w", err)
+		}
+		if start%(perStmt*1000) == 0 {
+			fmt.Fprintf(progress, "\rwriting names: %d/%d rows", start, len(rows))
+		}
+	}
+	return nil
+}
+
+func baseNames(paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = filepath.Base(p)
+	}
+	return out
+}

@@ -1,0 +1,299 @@
+// Command kong-standin serves the genderize plugin over HTTP the way Kong
+// Gateway 3.x would: it starts the plugin server binary, speaks Kong's
+// plugin-server protocol to it and applies key-auth from kong.yml in
+// front of it. With -bench it instead measures the protocol layer under
+// load against the plugin and against the no-op plugin.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/genderize-kong/genderize/testing/standin"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "kong-standin:", err)
+		os.Exit(1)
+	}
+}
+
+type flags struct {
+	listen, kongYML, plugin, db, state string
+	trustedIPs, realIPHeader           string
+	maxURIArgs                         int
+	debugHeaders                       bool
+	logLevel                           string
+	standsFor                          string
+
+	bench       bool
+	noop        string
+	conns       int
+	duration    time.Duration
+	maxRequests int64
+}
+
+func run() error {
+	var f flags
+	flag.StringVar(&f.listen, "listen", "127.0.0.1:8000", "address of the HTTP proxy listener")
+	flag.StringVar(&f.kongYML, "kong-yml", "kong/kong.yml", "Kong declarative configuration")
+	flag.StringVar(&f.plugin, "plugin", "bin/genderize", "plugin server binary (its file name is the plugin name)")
+	flag.StringVar(&f.db, "db", "", "names database; overrides database_path in the plugin config")
+	flag.StringVar(&f.state, "state", ".state", "directory for quota files; sets quota_path=<state>/quota.db")
+	flag.StringVar(&f.trustedIPs, "trusted-ips", "", "comma-separated CIDRs whose real-IP header is trusted (Kong trusted_ips)")
+	flag.StringVar(&f.realIPHeader, "real-ip-header", "X-Forwarded-For", "header carrying the client address from trusted peers (Kong real_ip_header)")
+	flag.IntVar(&f.maxURIArgs, "max-uri-args", 1000, "query arguments key-auth reads (Kong lua_max_uri_args)")
+	flag.BoolVar(&f.debugHeaders, "debug-headers", false, "add "+standin.HeaderPDKCalls+" and "+standin.HeaderPDKMethods+" to responses")
+	flag.StringVar(&f.standsFor, "stands-for", "", "name of the kong.yml plugin the -plugin binary replaces (default: its own name)")
+	flag.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	flag.BoolVar(&f.bench, "bench", false, "measure the protocol layer instead of serving")
+	flag.StringVar(&f.noop, "noop", "bin/noop", "no-op plugin server binary, the -bench baseline")
+	flag.IntVar(&f.conns, "conns", 16, "-bench: concurrent connections")
+	flag.DurationVar(&f.duration, "duration", 3*time.Second, "-bench: duration of each run")
+	flag.Int64Var(&f.maxRequests, "max-requests", 200000, "-bench: request cap of each run")
+	flag.Parse()
+
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return fmt.Errorf("-log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if f.bench {
+		return bench(ctx, f, log)
+	}
+	return serve(ctx, f, log)
+}
+
+func options(f flags, plugin, state string, log *slog.Logger) (standin.Options, error) {
+	decl, err := standin.LoadDeclarative(f.kongYML)
+	if err != nil {
+		return standin.Options{}, err
+	}
+	overrides := map[string]any{}
+	if f.db != "" {
+		abs, err := filepath.Abs(f.db)
+		if err != nil {
+			return standin.Options{}, fmt.Errorf("-db: %w", err)
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return standin.Options{}, fmt.Errorf("-db: %w", err)
+		}
+		overrides["database_path"] = abs
+	}
+	if state != "" {
+		abs, err := filepath.Abs(state)
+		if err != nil {
+			return standin.Options{}, fmt.Errorf("-state: %w", err)
+		}
+		if err := os.MkdirAll(abs, 0o755); err != nil {
+			return standin.Options{}, fmt.Errorf("-state: %w", err)
+		}
+		overrides["quota_path"] = filepath.Join(abs, "quota.db")
+	}
+	var trusted []netip.Prefix
+	for _, s := range strings.Split(f.trustedIPs, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			a, aerr := netip.ParseAddr(s)
+			if aerr != nil {
+				return standin.Options{}, fmt.Errorf("-trusted-ips %q: %w", s, err)
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		trusted = append(trusted, p)
+	}
+	return standin.Options{
+		Declarative:     decl,
+		PluginPath:      plugin,
+		ConfigOverrides: overrides,
+		TrustedIPs:      trusted,
+		RealIPHeader:    f.realIPHeader,
+		MaxURIArgs:      f.maxURIArgs,
+		Logger:          log,
+		DebugHeaders:    f.debugHeaders,
+		StandsFor:       f.standsFor,
+	}, nil
+}
+
+func serve(ctx context.Context, f flags, log *slog.Logger) error {
+	opts, err := options(f, f.plugin, f.state, log)
+	if err != nil {
+		return err
+	}
+	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	s, err := standin.Start(startCtx, opts)
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+
+	base := "http://" + ln.Addr().String() + "/"
+	fmt.Printf("kong-standin: %s plugin %s (pid %d) on %s\n", s.Plugin().Name, s.Plugin().Version, s.PluginPID(), base)
+	fmt.Printf("  curl '%s?name=peter'\n", base)
+	for _, k := range s.DemoKeys() {
+		fmt.Printf("  curl '%s?name[]=anna&name[]=luca&apikey=%s'   # %s %s\n", base, url.QueryEscape(k.Key), k.Username, strings.Join(k.Tags, " "))
+	}
+	fmt.Println("Ctrl-C stops.")
+
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	}
+	fmt.Println("kong-standin: stopping")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}
+
+// benchNames are common names of several countries and scripts; single
+// requests cycle through them, batches take 100 in turn.
+var benchNames = strings.Fields(`peter anna luca maria john mary james linda robert patricia michael
+jennifer william elizabeth david barbara richard susan joseph jessica thomas sarah charles karen
+daniel nancy matthew lisa anthony betty mark margaret donald sandra steven ashley paul kimberly
+andrew emily joshua donna kenneth michelle kevin dorothy brian carol george amanda timothy melissa
+ronald deborah edward stephanie jason rebecca jeffrey sharon ryan laura jacob cynthia gary kathleen
+nicholas amy eric angela jonathan shirley stephen anna larry brenda justin pamela scott emma
+brandon nicole benjamin helen samuel samantha gregory katherine alexander christine frank debra
+patrick rachel raymond carolyn jack janet dennis catherine jerry heather tyler diane aaron ruth
+jose julie adam olivia henry joyce nathan virginia douglas victoria zachary kelly kyle lauren
+noah christina ethan joan jeremy evelyn walter judith christian megan keith andrea roger cheryl
+terry hannah austin jacqueline sean martha gerald gloria carl teresa harold ann dylan sara arthur
+madison lawrence frances jordan kathryn jesse janice bryan jean billy abigail bruce alice gabriel
+judy joe sophia logan grace albert denise willie amber alan doris eugene marilyn russell danielle
+vincent beverly philip isabella bobby theresa johnny diana bradley natalie roy brittany ralph
+charlotte louis marie kim`)
+
+func bench(ctx context.Context, f flags, log *slog.Logger) error {
+	// The plugin logs every request it refuses; keep the measured path
+	// free of a busy terminal.
+	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	state, err := os.MkdirTemp("", "kong-standin-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(state)
+
+	key := "demo-pro-key"
+	single := func(i int64) *standin.Request {
+		return benchRequest("name=" + benchNames[i%int64(len(benchNames))] + "&apikey=" + key)
+	}
+	batch := func(i int64) *standin.Request {
+		var q strings.Builder
+		for j := range 100 {
+			fmt.Fprintf(&q, "name%%5B%%5D=%s&", benchNames[(int(i)+j)%len(benchNames)])
+		}
+		q.WriteString("apikey=" + key)
+		return benchRequest(q.String())
+	}
+
+	type run struct {
+		label  string
+		plugin string
+		make   func(int64) *standin.Request
+		names  int
+		cap    int64
+		result standin.LoadResult
+	}
+	runs := []*run{
+		{label: "noop (Exit only)", plugin: f.noop, make: single, names: 1, cap: f.maxRequests},
+		{label: "genderize single", plugin: f.plugin, make: single, names: 1, cap: f.maxRequests},
+		{label: "genderize batch 100", plugin: f.plugin, make: batch, names: 100, cap: f.maxRequests / 20},
+	}
+	for _, r := range runs {
+		opts, err := options(f, r.plugin, state, quiet)
+		if err != nil {
+			return err
+		}
+		opts.StandsFor = "genderize"
+		// The bench measures the protocol, not the limits: lift the
+		// throttle and give the key's plan room for the whole run.
+		opts.ConfigOverrides["throttle_rate"] = 1000000
+		opts.ConfigOverrides["throttle_burst"] = 1000000
+		opts.ConfigOverrides["plans"] = map[string]any{"pro": map[string]any{"quota": 1000000000}, "free": map[string]any{"quota": 2500}, "basic": map[string]any{"quota": 100000}}
+		s, err := standin.Start(ctx, opts)
+		if err != nil {
+			return fmt.Errorf("%s: %w", r.label, err)
+		}
+		// Warm up: instance start, connection pool, caches.
+		standin.Load(ctx, s, standin.LoadOptions{Conns: f.conns, Duration: 300 * time.Millisecond, MaxRequests: 2000, Request: r.make, NamesPerRequest: r.names})
+		r.result = standin.Load(ctx, s, standin.LoadOptions{Conns: f.conns, Duration: f.duration, MaxRequests: r.cap, Request: r.make, NamesPerRequest: r.names})
+		s.Close()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	fmt.Printf("protocol benchmark: %d connections, %v per run, key %s, no HTTP in the measured path\n", f.conns, f.duration, key)
+	fmt.Printf("%-22s %10s %10s %12s %10s %10s %6s  %s\n", "run", "requests", "req/s", "names/s", "p50", "p99", "pdk", "statuses")
+	for _, r := range runs {
+		res := r.result
+		statuses := make([]string, 0, len(res.Statuses))
+		for st, n := range res.Statuses {
+			statuses = append(statuses, fmt.Sprintf("%d:%d", st, n))
+		}
+		slices.Sort(statuses)
+		fmt.Printf("%-22s %10d %10.0f %12.0f %10v %10v %6d  %s\n", r.label, res.Requests, res.RequestsPerSecond(), res.NamesPerSecond(),
+			res.P50.Round(time.Microsecond), res.P99.Round(time.Microsecond), res.MaxPDKCalls, strings.Join(statuses, " "))
+	}
+	floor := runs[0].result.RequestsPerSecond()
+	ratio := runs[1].result.RequestsPerSecond() / floor
+	verdict := "meets"
+	if ratio < 0.6 {
+		verdict = "MISSES"
+	}
+	fmt.Printf("single-name throughput = %.0f%% of the no-op baseline (target >= 60%%: %s)\n", ratio*100, verdict)
+	fmt.Printf("batch-100 names/s = %.1fx the no-op baseline's requests/s\n", runs[2].result.NamesPerSecond()/floor)
+	for _, r := range runs[1:] {
+		if r.result.Statuses[http.StatusOK] != r.result.Requests {
+			return fmt.Errorf("%s: not every request succeeded: %v", r.label, r.result.Statuses)
+		}
+	}
+	return nil
+}
+
+func benchRequest(rawQuery string) *standin.Request {
+	return &standin.Request{
+		Method:      http.MethodGet,
+		Scheme:      "http",
+		Host:        "127.0.0.1",
+		Port:        8000,
+		Path:        "/",
+		RawQuery:    rawQuery,
+		Header:      http.Header{"User-Agent": {"kong-standin-bench"}},
+		HTTPVersion: 1.1,
+		RemoteAddr:  netip.MustParseAddrPort("127.0.0.1:40000"),
+	}
+}

@@ -238,8 +238,18 @@ func (e *Engine) Predict(names []string, country string) ([]Prediction, error) {
 	return out, nil
 }
 
-// decide answers from the first candidate with data.
+// minCompoundRecords is the support a multi-word key needs to answer
+// before the shorter keys after it are tried. Registers such as Québec's
+// list first and middle names together ("Riley Breanna", once): a full
+// name that matches such a pair by chance would otherwise be answered from
+// one record instead of the given name's thousands.
+const minCompoundRecords = 10
+
+// decide answers from the first candidate with data; a multi-word key with
+// less than minCompoundRecords records answers only when no later
+// candidate has data.
 func decide(cands []candidate, rows map[rowKey]row) answer {
+	var weak answer
 	for _, c := range cands {
 		r, ok := rows[rowKey{c.key, c.folded}]
 		if !ok && c.folded {
@@ -257,9 +267,15 @@ func decide(cands []candidate, rows map[rowKey]row) answer {
 		default:
 			a.probability = 0.5
 		}
+		if a.count < minCompoundRecords && strings.Contains(c.key, " ") {
+			if weak.count == 0 {
+				weak = a
+			}
+			continue
+		}
 		return a
 	}
-	return answer{}
+	return weak
 }
 
 func round2(x float64) float64 { return math.Round(x*100) / 100 }

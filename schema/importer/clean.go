@@ -21,7 +21,7 @@ const (
 	DropURL         = "url"
 	DropDigits      = "digits"
 	DropStray       = "stray characters" // brackets, slashes, commas... inside the name
-	DropInitial     = "initial"          // "A", "A Abigail": an initial is not a given name
+	DropInitial     = "only initials"    // "A", "J. R.": initials within a name are removed
 	DropTooLong     = "too long"
 	DropNoCountry   = "locale without country" // lexicon locale with no likely region
 )
@@ -60,10 +60,20 @@ func cleanName(raw string) (key, drop string) {
 	if utf8.RuneCountInString(key) > maxNameRunes {
 		return "", DropTooLong
 	}
-	for _, tok := range strings.Split(key, " ") {
-		if namekey.IsInitial(tok) {
+	if strings.Contains(key, " ") || namekey.IsInitial(key) {
+		// "Charlotte B" and "A Elizabeth" are records of Charlotte and
+		// Elizabeth: keep the given name, drop the initials.
+		words := strings.Fields(key)
+		given := words[:0]
+		for _, w := range words {
+			if !namekey.IsInitial(w) {
+				given = append(given, w)
+			}
+		}
+		if len(given) == 0 {
 			return "", DropInitial
 		}
+		key = strings.Join(given, " ")
 	}
 	return key, ""
 }

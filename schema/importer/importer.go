@@ -98,9 +98,7 @@ func Build(out string, files []string, progress io.Writer) (*Report, error) {
 	if len(files) == 0 {
 		return nil, errors.New("no input files")
 	}
-	if progress == nil {
-		progress = io.Discard
-	}
+	st := newStatus(progress)
 	type source struct {
 		id, format string
 		files      []string
@@ -130,7 +128,7 @@ func Build(out string, files []string, progress io.Writer) (*Report, error) {
 		info, known := knownSources[s.id]
 		if !known {
 			info = SourceInfo{Licence: "unknown: check the publisher's terms", Counts: "unknown"}
-			fmt.Fprintf(progress, "warning: %s is not a known source; its licence is recorded as unknown\n", s.id)
+			st.line("warning: %s is not a known source; its licence is recorded as unknown", s.id)
 		}
 		sr.Info = info
 		seen := map[seenKey]struct{}{}
@@ -142,8 +140,8 @@ func Build(out string, files []string, progress io.Writer) (*Report, error) {
 		for _, f := range s.files {
 			err := readRows(f, s.format, func(r row) {
 				sr.Read++
-				if sr.Read%200_000 == 0 {
-					fmt.Fprintf(progress, "\r%s: %d rows", s.id, sr.Read)
+				if sr.Read%250_000 == 0 {
+					st.progress("%s: %d rows", s.id, sr.Read)
 				}
 				if r.drop != "" {
 					drop(r.drop)
@@ -191,7 +189,7 @@ func Build(out string, files []string, progress io.Writer) (*Report, error) {
 			}
 		}
 		sr.Countries = len(countries)
-		fmt.Fprintf(progress, "\r%s\n", sr)
+		st.line("%s", sr)
 		report.Sources = append(report.Sources, sr)
 	}
 	if len(data) == 0 {
@@ -206,10 +204,10 @@ func Build(out string, files []string, progress io.Writer) (*Report, error) {
 			report.Keys++
 		}
 	}
-	if err := write(out, report, rows, weights, totals, progress); err != nil {
+	if err := write(out, report, rows, weights, totals, st); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(progress, "\rwrote %s: %d keys, %d countries, %d rows\n", out, report.Keys, report.Countries, report.Rows)
+	st.line("wrote %s: %d keys, %d countries, %d rows", out, report.Keys, report.Countries, report.Rows)
 	return report, nil
 }
 
@@ -310,7 +308,7 @@ func precompute(data map[entry]tally) (rows []nameRow, weights map[string]float6
 func share(female, male float64) float64 { return female / (female + male) }
 
 // write creates the database in a temporary file beside out and renames it.
-func write(out string, report *Report, rows []nameRow, weights map[string]float64, totals map[string][2]int64, progress io.Writer) (err error) {
+func write(out string, report *Report, rows []nameRow, weights map[string]float64, totals map[string][2]int64, st *status) (err error) {
 	dir := filepath.Dir(out)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(out)+".*.tmp")
 	if err != nil {
@@ -371,7 +369,7 @@ func write(out string, report *Report, rows []nameRow, weights map[string]float6
 			return fmt.Errorf("write country %s: %w", c, err)
 		}
 	}
-	if err := insertNames(tx, rows, progress); err != nil {
+	if err := insertNames(tx, rows, st); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
@@ -394,7 +392,7 @@ func write(out string, report *Report, rows []nameRow, weights map[string]float6
 
 // insertNames inserts rows many at a time: one cgo call per row would
 // dominate the build.
-func insertNames(tx *sql.Tx, rows []nameRow, progress io.Writer) error {
+func insertNames(tx *sql.Tx, rows []nameRow, st *status) error {
 	const perStmt = 200
 	prepare := func(n int) (*sql.Stmt, error) {
 		q := "INSERT INTO names(key, country, form, female, male, female_share) VALUES " +
@@ -423,8 +421,8 @@ func insertNames(tx *sql.Tx, rows []nameRow, progress io.Writer) error {
 		if _, err := stmt.Exec(args...); err != nil {
 			return fmt.Errorf("insert names: %w", err)
 		}
-		if start%(perStmt*1000) == 0 {
-			fmt.Fprintf(progress, "\rwriting names: %d/%d rows", start, len(rows))
+		if start%(perStmt*2500) == 0 {
+			st.progress("writing names: %d/%d rows", start, len(rows))
 		}
 	}
 	return nil

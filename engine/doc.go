@@ -1,0 +1,52 @@
+// Package engine predicts the gender of personal names from the name
+// database built by genderize-db (package schema). It knows nothing of Kong.
+//
+// # Answers
+//
+// Open (or Shared, once per process and path) opens the database read-only;
+// Predict answers a batch of names in the scope of one country, or of all
+// countries pooled when the country is "". For each name:
+//
+//   - gender is the majority gender, probability its share rounded to two
+//     decimals (math.Round(x*100)/100, so 0.996 gives 1.0 as genderize.io
+//     does), count the records behind the answer in the scope used;
+//   - an exact tie between the female and male share gives gender null,
+//     probability 0.5 and count the total: the data has the name, and says
+//     it is evenly split;
+//   - nothing known (unknown name, a script the data does not cover, junk,
+//     invalid UTF-8, an empty key) gives gender null, probability 0, count 0.
+//
+// # Lookup
+//
+// A name is keyed by namekey.Key (NFC, full case folding, white space
+// collapsed, surrounding punctuation ignored); the response echoes the name
+// as sent. The keys tried, first with data wins (see candidates): the whole
+// name, then its accent-folded form (José -> jose); then for a full name
+// the given name: after the comma in "Last, First", else from the start,
+// initials skipped, a compound given name (Marie-Claire, Maria Carmen)
+// before its first part. A multi-word key backed by fewer than
+// minCompoundRecords records yields to the shorter keys after it. Hebrew,
+// Cyrillic and every other script are looked up in their own script.
+//
+// Each key is one indexed read: the database stores the folded keys and the
+// pooled global counts precomputed, and all the keys of a batch go to
+// SQLite in one query (key IN (...)). Answers are cached per (country,
+// normalised name) in a ristretto cache, unknown names included.
+//
+// # The global model
+//
+// Without a country, every country's data is pooled, but not as raw
+// counts. The sources count different things at very different scales: US
+// births over 145 years (hundreds of millions), Swiss and Slovenian
+// population stocks summed over years (a person counted once a year),
+// Brazil's 2010 census, a few hundred Wikidata persons for most of the
+// world. Pooled raw, whichever office publishes the biggest numbers decides
+// every name shared between countries; weighting every country equally
+// instead lets a few noisy Wikidata records outvote a national register.
+// The database therefore weights each country's counts by 1/sqrt(its total
+// records), so a country weighs the square root of its data: more data
+// still counts for more, not linearly. The probability comes from these
+// weighted counts; count is the raw number of records pooled, because it
+// answers "how many records is this based on". Within a country, counts
+// are used as they are (sources of one country are summed).
+package engine

@@ -56,9 +56,13 @@ test: build $(DB)
 	$(GO) vet ./...
 	GENDERIZE_DB=$(abspath $(DB)) $(GO) test -count=1 ./...
 
+# The protocol benchmark runs the plugin and the no-op plugin (the floor
+# the plugin-server protocol imposes) through the stand-in, no HTTP.
 bench: build $(DB)
 	GENDERIZE_DB=$(abspath $(DB)) $(GO) test -run '^$$' -bench . -benchmem ./engine/
-	$(BIN)/kong-standin -bench -kong-yml kong/kong.yml -plugin $(BIN)/genderize -db $(abspath $(DB))
+	$(GO) build -o $(BIN)/noop ./testing/cmd/noop
+	$(BIN)/kong-standin -bench -kong-yml kong/kong.yml -plugin $(BIN)/genderize -noop $(BIN)/noop \
+		-db $(abspath $(DB)) -conns 16 -duration 3s
 
 vet:
 	$(GO) vet ./...

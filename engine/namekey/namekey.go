@@ -203,12 +203,15 @@ func isASCIIAlnum(c byte) bool {
 }
 
 // tidy collapses runs of white space and control characters to one space and
-// drops everything but letters, marks and digits at both ends.
+// drops everything but letters and digits at the start, and everything but
+// letters, marks and digits at the end.
 func tidy(s string) string {
 	keep := func(r rune) bool {
 		return unicode.IsLetter(r) || unicode.IsMark(r) || unicode.IsNumber(r)
 	}
-	s = strings.TrimFunc(s, func(r rune) bool { return !keep(r) })
+	// A combining mark cannot start a name: its base was trimmed away.
+	s = strings.TrimLeftFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) })
+	s = strings.TrimRightFunc(s, func(r rune) bool { return !keep(r) })
 	var b strings.Builder
 	b.Grow(len(s))
 	space, n := false, 0
@@ -217,18 +220,21 @@ func tidy(s string) string {
 			space = true
 			continue
 		}
-		if n == MaxRunes {
-			break
-		}
 		if space {
+			if n+1 >= MaxRunes {
+				break
+			}
 			b.WriteByte(' ')
 			space = false
 			n++
 		}
+		if n == MaxRunes {
+			break
+		}
 		b.WriteRune(r)
 		n++
 	}
-	return strings.TrimFunc(b.String(), func(r rune) bool { return !keep(r) })
+	return strings.TrimRightFunc(b.String(), func(r rune) bool { return !keep(r) })
 }
 
 // truncate cuts s to at most n bytes on a rune boundary.

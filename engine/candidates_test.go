@@ -1,0 +1,78 @@
+package engine
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/genderize-kong/genderize/engine/namekey"
+)
+
+func TestCandidates(t *testing.T) {
+	tests := []struct {
+		name string
+		want []string // folded keys marked with a leading ~
+	}{
+		{"Maria", []string{"maria"}},
+		{"José", []string{"josé", "~jose"}},
+		{"John Smith", []string{"john smith", "john"}},
+		{"Smith, John", []string{"john"}},
+		{"Smith,", []string{"smith"}},
+		{"Maria Carmen Lopez", []string{"maria carmen lopez", "maria carmen", "maria"}},
+		{"Marie-Claire Dubois", []string{"marie-claire dubois", "~marie claire dubois", "marie-claire", "~marie claire", "marie"}},
+		{"J. Robert Oppenheimer", []string{"j. robert oppenheimer", "~j robert oppenheimer", "robert oppenheimer", "robert"}},
+		{"J.", []string{"j"}},
+		{"Dubois, Jean-Pierre", []string{"jean-pierre", "~jean pierre", "jean"}},
+		{"Николай Петров", []string{"николай петров", "николай"}},
+		{"李伟", []string{"李伟"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, c := range candidates(namekey.Key(tt.name), nil) {
+				if c.folded {
+					got = append(got, "~"+c.key)
+				} else {
+					got = append(got, c.key)
+				}
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("candidates(%q) = %q, want %q", tt.name, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestDecide(t *testing.T) {
+	rows := map[rowKey]row{
+		{"maria", false}:         {female: 98, male: 2, share: 0.98},
+		{"andrea", false}:        {female: 50, male: 50, share: 0.5},
+		{"jose", false}:          {female: 2, male: 198, share: 0.01},
+		{"jose", true}:           {female: 1, male: 299, share: 1.0 / 300},
+		{"riley breanna", false}: {female: 1, male: 0, share: 1},
+		{"riley", false}:         {female: 60, male: 40, share: 0.6},
+		{"zoe anne", false}:      {female: 3, male: 0, share: 1},
+		{"maria carmen", false}:  {female: 640, male: 1, share: 640.0 / 641},
+	}
+	tests := []struct {
+		cands []candidate
+		want  answer
+	}{
+		{[]candidate{{"maria", false}}, answer{Female, 0.98, 100}},
+		{[]candidate{{"andrea", false}}, answer{"", 0.5, 100}},
+		{[]candidate{{"josé", false}, {"jose", true}}, answer{Male, 1, 300}},
+		{[]candidate{{"jorge", false}, {"jose", false}}, answer{Male, 0.99, 200}},
+		// A folded key without a folded row reads the exact row.
+		{[]candidate{{"mariá", false}, {"maria", true}}, answer{Female, 0.98, 100}},
+		{[]candidate{{"nobody", false}}, answer{}},
+		{nil, answer{}},
+		// Weak compound yields to the given name, strong one answers.
+		{[]candidate{{"riley breanna", false}, {"riley", false}}, answer{Female, 0.6, 100}},
+		{[]candidate{{"zoe anne", false}, {"zoe", false}}, answer{Female, 1, 3}},
+		{[]candidate{{"maria carmen", false}, {"maria", false}}, answer{Female, 1, 641}},
+	}
+	for _, tt := range tests {
+		if got := decide(tt.cands, rows); got != tt.want {
+			t.Errorf("decide(%v) = %+v, want %+v", tt.cands, got, tt.want)
+		}
+	}
+}

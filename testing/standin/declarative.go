@@ -99,6 +99,24 @@ func ParseDeclarative(data []byte) (*Declarative, error) {
 }
 
 func (d *Declarative) complete() error {
+	if err := d.completeConsumers(); err != nil {
+		return err
+	}
+	return d.completeRoutes()
+}
+
+// AddConsumer adds a consumer as if kong.yml declared it; tests use it to
+// give each case its own quota and throttle.
+func (d *Declarative) AddConsumer(c Consumer) error {
+	d.Consumers = append(d.Consumers, c)
+	if err := d.completeConsumers(); err != nil {
+		d.Consumers = d.Consumers[:len(d.Consumers)-1]
+		return err
+	}
+	return nil
+}
+
+func (d *Declarative) completeConsumers() error {
 	created := time.Now().Unix()
 	seenKeys := map[string]string{}
 	seenUsers := map[string]bool{}
@@ -116,7 +134,9 @@ func (d *Declarative) complete() error {
 		if c.ID == "" {
 			c.ID = stableID("consumers", c.Username+"\x00"+c.CustomID)
 		}
-		c.CreatedAt = created
+		if c.CreatedAt == 0 {
+			c.CreatedAt = created
+		}
 		for j := range c.KeyauthCredentials {
 			cr := &c.KeyauthCredentials[j]
 			if cr.Key == "" {
@@ -131,6 +151,10 @@ func (d *Declarative) complete() error {
 			}
 		}
 	}
+	return nil
+}
+
+func (d *Declarative) completeRoutes() error {
 	for i := range d.Routes {
 		r := &d.Routes[i]
 		if r.ID == "" {

@@ -28,7 +28,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -67,7 +66,9 @@ func (s SourceReport) String() string {
 	for r := range s.Reasons {
 		reasons = append(reasons, r)
 	}
-	sort.Slice(reasons, func(i, j int) bool { return s.Reasons[reasons[i]] > s.Reasons[reasons[j]] })
+	slices.SortFunc(reasons, func(a, b string) int {
+		return cmp.Or(cmp.Compare(s.Reasons[b], s.Reasons[a]), strings.Compare(a, b))
+	})
 	for i, r := range reasons {
 		if i == 0 {
 			b.WriteString(" (")

@@ -13,7 +13,7 @@ type candidate struct {
 }
 
 // maxCandidates bounds the keys tried for one name (see candidates).
-const maxCandidates = 8
+const maxCandidates = 10
 
 // candidates returns the keys a name with exact key key is looked up under,
 // in the order they are tried; the first with data answers. Each key is
@@ -38,7 +38,9 @@ func candidates(key string, dst []candidate) []candidate {
 			}
 		}
 		dst = append(dst, candidate{key: k})
-		if f := namekey.Fold(k); f != k && f != "" {
+		// Tried even when folding changes nothing: "joao" has no exact
+		// row, but the folded row of João is stored under it.
+		if f := namekey.Fold(k); f != "" {
 			for _, c := range dst {
 				if c.key == f && c.folded {
 					return

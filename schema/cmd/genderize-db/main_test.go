@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeCounts(t *testing.T, path, content string) {
+	t.Helper()
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	zw.Write([]byte(content))
+	zw.Close()
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBuildInfoQuery(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "fr_insee.tsv.gz")
+	writeCounts(t, src, "Maria\tFR\tF\t98\nMaria\tFR\tM\t2\nJean\tFR\tM\t50\nJoão\tBR\tM\t7\nx1\tFR\tF\t3\n")
+	db := filepath.Join(dir, "names.db")
+
+	var stdout, stderr bytes.Buffer
+	if err := run([]string{"build", "-o", db, src}, &stdout, &stderr); err != nil {
+		t.Fatalf("build: %v\n%s", err, stderr.String())
+	}
+	if want := "fr_insee: read 5, kept 4, merged 0, dropped 1 (digits 1)"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("build output lacks %q:\n%s", want, stderr.String())
+	}
+
+	stdout.Reset()
+	if err := run([]string{"info", db}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"schema_version: 1", "fr_insee", "Licence Ouverte", "births 1900-2021", "countries: 2", "names: 3 distinct keys"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("info lacks %q:\n%s", want, stdout.String())
+		}
+	}
+
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"query", db, "-country", "fr", "Maria"}, `{"name":"Maria","gender":"female","probability":0.98,"count":100,"country_id":"FR"}`},
+		{[]string{"query", db, "MARIA"}, `{"name":"MARIA","gender":"female","probability":0.98,"count":100}`},
+		{[]string{"query", db, "Jean", "Zed"}, `[{"name":"Jean","gender":"male","probability":1.0,"count":50},{"name":"Zed","gender":null,"probability":0.0,"count":0}]`},
+		{[]string{"query", db, "-country", "BR", "Joao"}, `{"name":"Joao","gender":"male","probability":1.0,"count":7,"country_id":"BR"}`},
+	}
+	for _, tt := range tests {
+		stdout.Reset()
+		if err := run(tt.args, &stdout, &stderr); err != nil {
+			t.Fatalf("%v: %v", tt.args, err)
+		}
+		if got := strings.TrimSpace(stdout.String()); got != tt.want {
+			t.Errorf("%v:\n got %s\nwant %s", tt.args, got, tt.want)
+		}
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		args  []string
+		usage bool
+		want  string
+	}{
+		{nil, true, ""},
+		{[]string{"frobnicate"}, true, "unknown command"},
+		{[]string{"build", "-o", filepath.Join(dir, "x.db")}, true, "no input files"},
+		{[]string{"info"}, true, "want one database"},
+		{[]string{"query", filepath.Join(dir, "x.db")}, true, "no names"},
+		{[]string{"query", filepath.Join(dir, "missing.db"), "Maria"}, false, "make db"},
+		{[]string{"query", filepath.Join(dir, "missing.db"), "-country", "XK", "Maria"}, false, "not an ISO 3166-1"},
+		{[]string{"info", filepath.Join(dir, "missing.db")}, false, "no such file"},
+		{[]string{"build", "-o", filepath.Join(dir, "x.db"), filepath.Join(dir, "missing.tsv.gz")}, false, "no such file"},
+	}
+	for _, tt := range tests {
+		var stdout, stderr bytes.Buffer
+		err := run(tt.args, &stdout, &stderr)
+		if err == nil {
+			t.Errorf("%v: no error", tt.args)
+			continue
+		}
+		if errors.Is(err, errUsage) != tt.usage || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%v: %v (usage error: %v), want %q", tt.args, err, errors.Is(err, errUsage), tt.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x.db")); err == nil {
+		t.Error("a failed build wrote x.db")
+	}
+}

@@ -32,6 +32,34 @@ type LoadResult struct {
 	P50, P99 time.Duration
 	// MaxPDKCalls is the largest PDK call count of one request.
 	MaxPDKCalls int
+
+	latencies []time.Duration // sorted
+}
+
+// Add merges another run of the same load into r, so that loads can be
+// measured in alternating rounds and drift on a shared machine hits
+// every load alike.
+func (r *LoadResult) Add(o LoadResult) {
+	r.Requests += o.Requests
+	r.Names += o.Names
+	r.Elapsed += o.Elapsed
+	if r.Statuses == nil {
+		r.Statuses = map[int]int64{}
+	}
+	for st, n := range o.Statuses {
+		r.Statuses[st] += n
+	}
+	r.MaxPDKCalls = max(r.MaxPDKCalls, o.MaxPDKCalls)
+	r.latencies = append(r.latencies, o.latencies...)
+	r.setPercentiles()
+}
+
+func (r *LoadResult) setPercentiles() {
+	slices.Sort(r.latencies)
+	if n := len(r.latencies); n > 0 {
+		r.P50 = r.latencies[n*50/100]
+		r.P99 = r.latencies[min(n-1, n*99/100)]
+	}
 }
 
 // RequestsPerSecond is the throughput of the run.
@@ -88,10 +116,7 @@ func Load(ctx context.Context, s *Standin, o LoadOptions) LoadResult {
 	}
 	res.Requests = int64(len(lat))
 	res.Names = res.Statuses[http.StatusOK] * int64(o.NamesPerRequest)
-	slices.Sort(lat)
-	if len(lat) > 0 {
-		res.P50 = lat[len(lat)*50/100]
-		res.P99 = lat[min(len(lat)-1, len(lat)*99/100)]
-	}
+	res.latencies = lat
+	res.setPercentiles()
 	return res
 }

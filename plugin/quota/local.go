@@ -50,6 +50,9 @@ type Local struct {
 	writer *sql.DB // one connection: the only writer
 	reader *sql.DB // peeks, concurrent with the writer thanks to WAL
 
+	// Prepared once: parsing the SQL would cost more than running it.
+	readUsed, writeUsed, addUsed *sql.Stmt
+
 	mu       sync.RWMutex // guards closed and sends on requests
 	closed   bool
 	requests chan localRequest
@@ -117,6 +120,25 @@ func OpenLocal(path string) (*Local, error) {
 		requests: make(chan localRequest, maxGroup),
 		stopped:  make(chan struct{}),
 	}
+	const selectUsed = `SELECT used FROM quota_counters WHERE key = ? AND window_start = ? AND window_end = ?`
+	var prepErr error
+	prepare := func(db *sql.DB, query string) *sql.Stmt {
+		stmt, err := db.Prepare(query)
+		if err != nil && prepErr == nil {
+			prepErr = fmt.Errorf("prepare quota statement in %s: %w", path, err)
+		}
+		return stmt
+	}
+	s.readUsed = prepare(reader, selectUsed)
+	s.writeUsed = prepare(writer, selectUsed)
+	s.addUsed = prepare(writer, `
+		INSERT INTO quota_counters (key, window_start, window_end, used) VALUES (?, ?, ?, ?)
+		ON CONFLICT (key, window_start, window_end) DO UPDATE SET used = used + excluded.used`)
+	if prepErr != nil {
+		writer.Close()
+		reader.Close()
+		return nil, prepErr
+	}
 	go s.run()
 	return s, nil
 }
@@ -131,7 +153,7 @@ func (s *Local) AllowN(ctx context.Context, key string, limit int, w Window, n i
 		return Result{}, fmt.Errorf("quota %s: invalid request n=%d limit=%d", key, n, limit)
 	}
 	if n == 0 {
-		used, err := s.used(ctx, s.reader, key, w)
+		used, err := s.used(ctx, s.readUsed, key, w)
 		if err != nil {
 			return Result{}, err
 		}
@@ -177,15 +199,9 @@ func (s *Local) Close() error {
 	return errors.Join(s.writer.Close(), s.reader.Close())
 }
 
-type querier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-func (s *Local) used(ctx context.Context, q querier, key string, w Window) (int, error) {
+func (s *Local) used(ctx context.Context, stmt *sql.Stmt, key string, w Window) (int, error) {
 	var used int
-	err := q.QueryRowContext(ctx,
-		`SELECT used FROM quota_counters WHERE key = ? AND window_start = ? AND window_end = ?`,
-		key, w.Start.Unix(), w.End.Unix()).Scan(&used)
+	err := stmt.QueryRowContext(ctx, key, w.Start.Unix(), w.End.Unix()).Scan(&used)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	}
@@ -239,15 +255,13 @@ func (s *Local) commit(group []localRequest) (_ []Result, err error) {
 	results := make([]Result, len(group))
 	var latest time.Time
 	for i, req := range group {
-		used, err := s.used(ctx, tx, req.key, req.w)
+		used, err := s.used(ctx, tx.StmtContext(ctx, s.writeUsed), req.key, req.w)
 		if err != nil {
 			return nil, err
 		}
 		results[i] = Decide(used, req.limit, req.n, req.w)
 		if results[i].Allowed > 0 {
-			_, err := tx.ExecContext(ctx, `
-				INSERT INTO quota_counters (key, window_start, window_end, used) VALUES (?, ?, ?, ?)
-				ON CONFLICT (key, window_start, window_end) DO UPDATE SET used = used + excluded.used`,
+			_, err := tx.StmtContext(ctx, s.addUsed).ExecContext(ctx,
 				req.key, req.w.Start.Unix(), req.w.End.Unix(), results[i].Allowed)
 			if err != nil {
 				return nil, fmt.Errorf("count quota %s in %s: %w", req.key, s.path, err)

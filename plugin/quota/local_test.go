@@ -273,3 +273,40 @@ func TestSharedLocalOncePerPath(t *testing.T) {
 		t.Fatal("opening under a file succeeded")
 	}
 }
+
+// BenchmarkLocalAllowN compares consuming (a durable write per request,
+// grouped when concurrent) with the peek baseline of the same run.
+func BenchmarkLocalAllowN(b *testing.B) {
+	s, err := OpenLocal(filepath.Join(b.TempDir(), "quota.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	w := Month(testNow)
+	ctx := context.Background()
+	b.Run("baseline-peek", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := s.AllowN(ctx, "consumer:bench", 1<<30, w, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("consume-serial", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := s.AllowN(ctx, "consumer:bench", 1<<30, w, 1); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("consume-parallel-16", func(b *testing.B) {
+		b.SetParallelism(8) // 8 x GOMAXPROCS goroutines
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if _, err := s.AllowN(ctx, "consumer:bench", 1<<30, w, 1); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+}

@@ -744,3 +744,60 @@ func TestPluginRestart(t *testing.T) {
 	}
 	checkHeaders(t, r, c, 2500-4)
 }
+
+// TestBadConfig: a config the plugin cannot run with answers 500 to every
+// request, with the usual headers, and one log line names the field.
+func TestBadConfig(t *testing.T) {
+	for _, tc := range []struct {
+		field string
+		value any
+	}{
+		{"max_batch", -1},
+		{"max_name_length", 0},
+		{"default_plan", "platinum"},
+		{"plans", map[string]any{}},
+		{"ip_limit", -5},
+		{"ip_window_seconds", 0},
+		{"throttle_rate", -1},
+		{"quota_policy", "carrier-pigeon"},
+		{"database_path", "/nonexistent/names.db"},
+	} {
+		t.Run(tc.field, func(t *testing.T) {
+			logs := &logBuffer{}
+			e := newEnv(t, envConfig{overrides: map[string]any{tc.field: tc.value}, logs: logs})
+			for _, c := range []caller{{key: "demo-free-key", ip: e.ip()}, e.keylessCaller()} {
+				r := e.get(t, c, "name=peter")
+				checkError(t, r, 500, "Internal error")
+				for _, h := range []string{"X-Rate-Limit-Limit", "X-Rate-Limit-Remaining", "X-Rate-Limit-Reset", "X-Rate-Reset"} {
+					headerInt(t, r, h)
+				}
+				if got := r.header.Get("Content-Type"); got != "application/json; charset=utf-8" {
+					t.Errorf("Content-Type %q", got)
+				}
+				if got := r.header.Get("Access-Control-Allow-Origin"); got != "*" {
+					t.Errorf("Access-Control-Allow-Origin %q", got)
+				}
+			}
+			if !logs.contains(tc.field) {
+				t.Errorf("no log line names %s", tc.field)
+			}
+		})
+	}
+}
+
+// TestWithoutKeyAuth: a GET without a consumer means key-auth is not in
+// front of the plugin; it must fail closed (contract point 1).
+func TestWithoutKeyAuth(t *testing.T) {
+	e := newEnv(t, envConfig{withoutKeyAuth: true})
+	c := e.keylessCaller()
+	r := e.get(t, c, "name=peter&apikey=demo-pro-key")
+	checkError(t, r, 500, "Internal error")
+	if r.methods[0] != "kong.client.get_consumer" || r.methods[1] != "kong.request.get_method" {
+		t.Errorf("PDK calls %v", r.methods)
+	}
+	// A preflight is still answered.
+	p := e.raw(t, http.MethodOptions, "/", "", c.ip, nil)
+	if p.status != 204 {
+		t.Errorf("preflight %d %s", p.status, p.body)
+	}
+}

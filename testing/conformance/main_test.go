@@ -18,8 +18,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -138,6 +140,40 @@ type envConfig struct {
 	consumers []standin.Consumer
 	// overrides replace plugin config fields.
 	overrides map[string]any
+	// withoutKeyAuth drops key-auth from the route.
+	withoutKeyAuth bool
+	// logs, when set, receives every log line of the stand-in and the
+	// plugin.
+	logs *logBuffer
+}
+
+// logBuffer collects log lines for a test to search.
+type logBuffer struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.lines = append(b.lines, strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// contains reports whether a line holds every one of the strings.
+func (b *logBuffer) contains(all ...string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, l := range b.lines {
+		found := true
+		for _, s := range all {
+			found = found && strings.Contains(l, s)
+		}
+		if found {
+			return true
+		}
+	}
+	return false
 }
 
 func newEnv(t testing.TB, cfg envConfig) *env {
@@ -161,6 +197,12 @@ func newEnv(t testing.TB, cfg envConfig) *env {
 			t.Fatal(err)
 		}
 	}
+	if cfg.withoutKeyAuth {
+		for i := range decl.Routes {
+			r := &decl.Routes[i]
+			r.Plugins = slices.DeleteFunc(r.Plugins, func(p standin.Plugin) bool { return p.Name == "key-auth" })
+		}
+	}
 	state := t.TempDir()
 	overrides := map[string]any{
 		"database_path": dbPath,
@@ -170,8 +212,12 @@ func newEnv(t testing.TB, cfg envConfig) *env {
 		overrides[k] = v
 	}
 	logLevel := slog.LevelWarn
-	if testing.Verbose() {
+	if testing.Verbose() || cfg.logs != nil {
 		logLevel = slog.LevelInfo
+	}
+	var logWriter io.Writer = testWriter{t}
+	if cfg.logs != nil {
+		logWriter = io.MultiWriter(logWriter, cfg.logs)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -182,7 +228,7 @@ func newEnv(t testing.TB, cfg envConfig) *env {
 		// Every request comes from 127.0.0.1; X-Forwarded-For from it
 		// stands for the many client IPs of key-less callers.
 		TrustedIPs:   []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
-		Logger:       slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: logLevel})),
+		Logger:       slog.New(slog.NewTextHandler(logWriter, &slog.HandlerOptions{Level: logLevel})),
 		DebugHeaders: true,
 		OnResponse: func(_ *standin.Request, r *standin.Response) {
 			n := int64(len(r.PDKCalls))

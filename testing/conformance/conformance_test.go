@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -799,5 +800,22 @@ func TestWithoutKeyAuth(t *testing.T) {
 	p := e.raw(t, http.MethodOptions, "/", "", c.ip, nil)
 	if p.status != 204 {
 		t.Errorf("preflight %d %s", p.status, p.body)
+	}
+}
+
+// TestPluginInfo: what Kong learns from the query command (-dump).
+func TestPluginInfo(t *testing.T) {
+	e := newEnv(t, envConfig{})
+	info := e.s.Plugin()
+	if info.Name != "genderize" {
+		t.Errorf("name %q", info.Name)
+	}
+	if !slices.Contains(info.Phases, "access") {
+		t.Errorf("phases %v lack access", info.Phases)
+	}
+	// Below key-auth (1250), or the plugin would run before the consumer
+	// is known.
+	if info.Priority >= 1250 || info.Priority <= 0 {
+		t.Errorf("priority %d, want between 0 and 1250", info.Priority)
 	}
 }

@@ -6,6 +6,7 @@
 package conformance
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -32,6 +33,7 @@ import (
 
 var (
 	pluginBin string
+	noopBin   string
 	dbPath    string
 	kongYML   []byte
 	eng       *engine.Engine
@@ -74,6 +76,13 @@ func runMain(m *testing.M) int {
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "conformance: build the plugin: %v\n%s", err, out)
+		return 1
+	}
+	noopBin = filepath.Join(tmp, "noop")
+	build = exec.Command(goTool(), "build", "-o", noopBin, "./testing/cmd/noop")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "conformance: build the no-op plugin: %v\n%s", err, out)
 		return 1
 	}
 	if kongYML, err = os.ReadFile(filepath.Join(root, "kong", "kong.yml")); err != nil {
@@ -142,6 +151,8 @@ type envConfig struct {
 	overrides map[string]any
 	// withoutKeyAuth drops key-auth from the route.
 	withoutKeyAuth bool
+	// plugin replaces the genderize binary (the benchmark's no-op).
+	plugin string
 	// logs, when set, receives every log line of the stand-in and the
 	// plugin.
 	logs *logBuffer
@@ -223,7 +234,8 @@ func newEnv(t testing.TB, cfg envConfig) *env {
 	defer cancel()
 	s, err := standin.Start(ctx, standin.Options{
 		Declarative:     decl,
-		PluginPath:      pluginBin,
+		PluginPath:      cmp.Or(cfg.plugin, pluginBin),
+		StandsFor:       "genderize",
 		ConfigOverrides: overrides,
 		// Every request comes from 127.0.0.1; X-Forwarded-For from it
 		// stands for the many client IPs of key-less callers.

@@ -182,6 +182,9 @@ func (s *Standin) prepareRoutes() error {
 	return nil
 }
 
+// keyAuthPriority is key-auth's PRIORITY in Kong 3.x.
+const keyAuthPriority = 1250
+
 // defaultWorkspace is the id of Kong's default workspace in this node.
 var defaultWorkspace = stableID("workspaces", "default")
 
@@ -332,7 +335,9 @@ func (s *Standin) handle(ctx context.Context, r *Request) *Response {
 		serialize:   map[string]any{},
 		loadConsumr: func(string, bool) *Consumer { return nil },
 	}
-	if ka := s.keyAuth[route.ID]; ka != nil {
+	// Kong runs plugins by descending priority: a plugin server above
+	// key-auth's 1250 sees no consumer.
+	if ka := s.keyAuth[route.ID]; ka != nil && s.server.info.Priority <= keyAuthPriority {
 		x.loadConsumr = ka.loadConsumer
 		out := ka.authenticate(r)
 		if out.wwwAuthenticate != "" {

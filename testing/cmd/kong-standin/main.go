@@ -161,7 +161,7 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 	fmt.Printf("kong-standin: %s plugin %s (pid %d) on %s\n", s.Plugin().Name, s.Plugin().Version, s.PluginPID(), base)
 	fmt.Printf("  curl '%s?name=peter'\n", base)
 	for _, k := range s.DemoKeys() {
-		fmt.Printf("  curl '%s?name[]=anna&name[]=luca&apikey=%s'   # %s %s\n", base, url.QueryEscape(k.Key), k.Username, strings.Join(k.Tags, " "))
+		fmt.Printf("  curl -g '%s?name[]=anna&name[]=luca&apikey=%s'   # %s %s\n", base, url.QueryEscape(k.Key), k.Username, strings.Join(k.Tags, " "))
 	}
 	fmt.Println("Ctrl-C stops.")
 

@@ -819,3 +819,37 @@ func TestPluginInfo(t *testing.T) {
 		t.Errorf("priority %d, want between 0 and 1250", info.Priority)
 	}
 }
+
+// TestDefaultMaxURIArgs: with Kong's default lua_max_uri_args (100),
+// key-auth does not see a key after 100 names, and the caller is refused
+// as anonymous; this is why the shipped kong.conf sets 1000.
+func TestDefaultMaxURIArgs(t *testing.T) {
+	e := newEnv(t, envConfig{maxURIArgs: 100})
+	c := caller{key: "demo-pro-key", ip: e.ip(), limit: 1000000, month: true}
+	r := e.get(t, c, batchQuery(repeatNames(100)...))
+	checkError(t, r, 401, errInvalidKey)
+	checkHeaders(t, r, caller{ip: c.ip, limit: 100}, 100)
+	r = e.get(t, c, batchQuery(repeatNames(99)...))
+	if r.status != 200 {
+		t.Fatalf("99 names and the key: %d %s", r.status, r.body)
+	}
+	checkHeaders(t, r, c, 1000000-99)
+}
+
+// TestGatewayHeaders: what Kong adds around the plugin's answer.
+func TestGatewayHeaders(t *testing.T) {
+	e := newEnv(t, envConfig{freeConsumers: 1})
+	keyless := e.get(t, e.keylessCaller(), "name=peter")
+	if got := keyless.header.Get("WWW-Authenticate"); got != `Key realm="kong"` {
+		t.Errorf("key-less: WWW-Authenticate %q, want key-auth's", got)
+	}
+	keyed := e.get(t, e.freeCaller(t), "name=peter")
+	if got := keyed.header.Get("WWW-Authenticate"); got != "" {
+		t.Errorf("keyed: WWW-Authenticate %q", got)
+	}
+	for _, r := range []reply{keyless, keyed} {
+		if r.header.Get("X-Kong-Response-Latency") == "" || r.header.Get("Content-Length") != fmt.Sprint(len(r.body)) {
+			t.Errorf("gateway headers %v", r.header)
+		}
+	}
+}

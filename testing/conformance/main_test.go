@@ -151,6 +151,9 @@ type envConfig struct {
 	overrides map[string]any
 	// withoutKeyAuth drops key-auth from the route.
 	withoutKeyAuth bool
+	// maxURIArgs is Kong's lua_max_uri_args; 0 keeps the stand-in's
+	// default, the shipped kong.conf's 1000.
+	maxURIArgs int
 	// plugin replaces the genderize binary (the benchmark's no-op).
 	plugin string
 	// logs, when set, receives every log line of the stand-in and the
@@ -236,6 +239,7 @@ func newEnv(t testing.TB, cfg envConfig) *env {
 		Declarative:     decl,
 		PluginPath:      cmp.Or(cfg.plugin, pluginBin),
 		StandsFor:       "genderize",
+		MaxURIArgs:      cfg.maxURIArgs,
 		ConfigOverrides: overrides,
 		// Every request comes from 127.0.0.1; X-Forwarded-For from it
 		// stands for the many client IPs of key-less callers.

@@ -51,16 +51,16 @@ var errExited = errors.New("kong.response.exit")
 // what the PDK methods read and write. Its call method answers one PDK
 // call with Kong 3.x semantics.
 type Exchange struct {
-	req         *Request
-	rawQuery    string
-	forwardedIP netip.Addr
-	trusted     func(netip.Addr) bool
-	consumer    *Consumer
-	credential  *Credential
-	route       *Route
-	loadConsumr func(string, bool) *Consumer
-	nodeID      string
-	log         *slog.Logger
+	req          *Request
+	rawQuery     string
+	forwardedIP  netip.Addr
+	trusted      func(netip.Addr) bool
+	consumer     *Consumer
+	credential   *Credential
+	route        *Route
+	loadConsumer func(string, bool) *Consumer
+	nodeID       string
+	log          *slog.Logger
 
 	status    int
 	header    http.Header
@@ -157,7 +157,7 @@ func (x *Exchange) dispatch(method string, args []byte) (proto.Message, error) {
 		if err != nil {
 			return nil, err
 		}
-		return consumerMessage(x.loadConsumr(spec.Id, spec.ByUsername)), nil
+		return consumerMessage(x.loadConsumer(spec.Id, spec.ByUsername)), nil
 	case "kong.client.get_consumer":
 		return consumerMessage(x.consumer), nil
 	case "kong.client.authenticate":

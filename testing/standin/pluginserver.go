@@ -38,6 +38,9 @@ type dumpInfo struct {
 	Plugins    []PluginInfo
 }
 
+// callTimeout bounds one call, as Kong's default socket timeouts do.
+const callTimeout = 60 * time.Second
+
 // maxFrame bounds a frame the stand-in accepts from a plugin server; Kong
 // has no such limit, but a runaway plugin should fail a test, not eat RAM.
 const maxFrame = 64 << 20
@@ -346,11 +349,15 @@ func (s *pluginServer) call(ctx context.Context, rc *pb.RpcCall, x *Exchange) (*
 	if err != nil {
 		return nil, err
 	}
-	if dl, ok := ctx.Deadline(); ok {
-		_ = c.SetDeadline(dl)
-	} else {
-		_ = c.SetDeadline(time.Time{})
+	// Kong's cosockets time out after 60 s; a request whose client went
+	// away ends its call at once.
+	dl, ok := ctx.Deadline()
+	if !ok {
+		dl = time.Now().Add(callTimeout)
 	}
+	_ = c.SetDeadline(dl)
+	stopCancel := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Unix(1, 0)) })
+	defer stopCancel()
 	rc.Sequence = s.nextMsgID()
 	msg, err := proto.Marshal(rc)
 	if err != nil {
@@ -410,6 +417,12 @@ func (s *pluginServer) call(ctx context.Context, rc *pb.RpcCall, x *Exchange) (*
 	if ret.Sequence != rc.Sequence {
 		c.Close()
 		return nil, fmt.Errorf("rpc return sequence %d, want %d", ret.Sequence, rc.Sequence)
+	}
+	if !stopCancel() {
+		// The request was cancelled meanwhile: its deadline is on the
+		// connection, which is no use to the next call.
+		c.Close()
+		return &ret, nil
 	}
 	s.release(c)
 	return &ret, nil

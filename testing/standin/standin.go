@@ -322,23 +322,23 @@ func (s *Standin) handle(ctx context.Context, r *Request) *Response {
 		return kongMessage(http.StatusNotFound, "no Route matched with those values", nil)
 	}
 	x := &Exchange{
-		req:         r,
-		rawQuery:    r.RawQuery,
-		forwardedIP: s.forwardedIP(r),
-		trusted:     s.trusted,
-		route:       route,
-		nodeID:      s.nodeID,
-		log:         s.log,
-		header:      http.Header{},
-		shared:      map[string]any{},
-		ngxCtx:      map[string]any{},
-		serialize:   map[string]any{},
-		loadConsumr: func(string, bool) *Consumer { return nil },
+		req:          r,
+		rawQuery:     r.RawQuery,
+		forwardedIP:  s.forwardedIP(r),
+		trusted:      s.trusted,
+		route:        route,
+		nodeID:       s.nodeID,
+		log:          s.log,
+		header:       http.Header{},
+		shared:       map[string]any{},
+		ngxCtx:       map[string]any{},
+		serialize:    map[string]any{},
+		loadConsumer: func(string, bool) *Consumer { return nil },
 	}
 	// Kong runs plugins by descending priority: a plugin server above
 	// key-auth's 1250 sees no consumer.
 	if ka := s.keyAuth[route.ID]; ka != nil && s.server.info.Priority <= keyAuthPriority {
-		x.loadConsumr = ka.loadConsumer
+		x.loadConsumer = ka.loadConsumer
 		out := ka.authenticate(r)
 		if out.wwwAuthenticate != "" {
 			x.header.Set("WWW-Authenticate", out.wwwAuthenticate)

@@ -8,9 +8,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/Kong/go-pdk"
+	"github.com/Kong/go-pdk/bridge/bridgetest"
 	"github.com/Kong/go-pdk/server/kong_plugin_protocol"
 	"google.golang.org/protobuf/proto"
 
@@ -590,4 +593,50 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// Kong runs the handlers of one instance concurrently, from the very first
+// request (when the config is validated and the files opened). The quota
+// holds exactly under that load.
+func TestConcurrentRequests(t *testing.T) {
+	clk := &clock{now: t0}
+	c := testConfig(t, clk)
+	c.Plans["tiny"] = Plan{Quota: 60}
+	c.ThrottleRate, c.ThrottleBurst = 1000, 1000
+	tiny := consumerWith("plan:tiny")
+	const workers, perWorker = 8, 12
+	var mu sync.Mutex
+	statuses := map[int]int{}
+	granted := 0
+	var wg sync.WaitGroup
+	for g := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perWorker {
+				n := 1 + (g+i)%2
+				f := get(tiny, batchQuery(n))
+				conn := bridgetest.MockFunc(f)
+				c.Access(pdk.Init(conn))
+				conn.Close()
+				mu.Lock()
+				if f.exit == nil {
+					t.Error("no exit")
+				} else {
+					statuses[f.exit.status]++
+					if f.exit.status == 200 {
+						granted += n
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	// Requests ask for 1 or 2 names: the last name may be left when only
+	// 2-name requests came after it.
+	if granted < 59 || granted > 60 || statuses[429] == 0 || statuses[200]+statuses[429] != workers*perWorker {
+		t.Fatalf("granted %d names, statuses %v; want 59 or 60 names granted, the rest 429", granted, statuses)
+	}
+	check(t, "after", get(tiny, "name=").do(t, c), want{422, jsonError("Invalid 'name' parameter"), 60, 60 - granted, monthReset})
 }

@@ -789,7 +789,12 @@ func TestBadConfig(t *testing.T) {
 // TestWithoutKeyAuth: a GET without a consumer means key-auth is not in
 // front of the plugin; it must fail closed (contract point 1).
 func TestWithoutKeyAuth(t *testing.T) {
-	e := newEnv(t, envConfig{withoutKeyAuth: true})
+	e := newEnv(t, envConfig{mutate: func(d *standin.Declarative) {
+		for i := range d.Routes {
+			r := &d.Routes[i]
+			r.Plugins = slices.DeleteFunc(r.Plugins, func(p standin.Plugin) bool { return p.Name == "key-auth" })
+		}
+	}})
 	c := e.keylessCaller()
 	r := e.get(t, c, "name=peter&apikey=demo-pro-key")
 	checkError(t, r, 500, "Internal error")
@@ -852,4 +857,33 @@ func TestGatewayHeaders(t *testing.T) {
 			t.Errorf("gateway headers %v", r.header)
 		}
 	}
+}
+
+// TestAnonymousByID: the anonymous consumer may be named by its id, in
+// key-auth and in the plugin alike (contract point 2).
+func TestAnonymousByID(t *testing.T) {
+	const guestID = "0b7e3a5c-61f1-4c5e-9d0a-2f4a8c6e1b93"
+	e := newEnv(t, envConfig{mutate: func(d *standin.Declarative) {
+		for i := range d.Consumers {
+			if c := &d.Consumers[i]; c.Username == "anonymous" {
+				c.Username, c.ID = "guest", guestID
+			}
+		}
+		for i := range d.Routes {
+			for j := range d.Routes[i].Plugins {
+				if p := &d.Routes[i].Plugins[j]; p.Name == "key-auth" {
+					p.Config["anonymous"] = guestID
+				}
+			}
+		}
+	}, overrides: map[string]any{"anonymous_consumer": guestID}})
+	c := e.keylessCaller()
+	r := e.get(t, c, "name=peter")
+	if r.status != 200 {
+		t.Fatalf("status %d %s", r.status, r.body)
+	}
+	checkHeaders(t, r, c, 99)
+	r = e.get(t, c, "name=peter&apikey=nope")
+	checkError(t, r, 401, errInvalidKey)
+	checkHeaders(t, r, c, 99)
 }

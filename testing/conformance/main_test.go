@@ -19,7 +19,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -149,8 +148,8 @@ type envConfig struct {
 	consumers []standin.Consumer
 	// overrides replace plugin config fields.
 	overrides map[string]any
-	// withoutKeyAuth drops key-auth from the route.
-	withoutKeyAuth bool
+	// mutate changes the parsed kong.yml before the stand-in starts.
+	mutate func(*standin.Declarative)
 	// maxURIArgs is Kong's lua_max_uri_args; 0 keeps the stand-in's
 	// default, the shipped kong.conf's 1000.
 	maxURIArgs int
@@ -211,11 +210,8 @@ func newEnv(t testing.TB, cfg envConfig) *env {
 			t.Fatal(err)
 		}
 	}
-	if cfg.withoutKeyAuth {
-		for i := range decl.Routes {
-			r := &decl.Routes[i]
-			r.Plugins = slices.DeleteFunc(r.Plugins, func(p standin.Plugin) bool { return p.Name == "key-auth" })
-		}
+	if cfg.mutate != nil {
+		cfg.mutate(decl)
 	}
 	state := t.TempDir()
 	overrides := map[string]any{

@@ -195,6 +195,9 @@ func (x *Exchange) dispatch(method string, args []byte) (proto.Message, error) {
 		if err != nil {
 			return nil, err
 		}
+		if x.shared == nil {
+			x.shared = map[string]any{}
+		}
 		x.shared[kv.K] = kv.V.AsInterface()
 		return nil, nil
 	case "kong.ctx.shared.get":
@@ -235,6 +238,9 @@ func (x *Exchange) dispatch(method string, args []byte) (proto.Message, error) {
 		if err != nil {
 			return nil, err
 		}
+		if x.serialize == nil {
+			x.serialize = map[string]any{}
+		}
 		x.serialize[kv.K] = kv.V.AsInterface()
 		return nil, nil
 	case "kong.log.serialize":
@@ -261,6 +267,9 @@ func (x *Exchange) dispatch(method string, args []byte) (proto.Message, error) {
 		kv, err := decode[pb.KV](args)
 		if err != nil {
 			return nil, err
+		}
+		if x.ngxCtx == nil {
+			x.ngxCtx = map[string]any{}
 		}
 		x.ngxCtx[kv.K] = kv.V.AsInterface()
 		return nil, nil

@@ -533,10 +533,11 @@ func (s *pluginServer) handleEvent(ctx context.Context, key string, config map[s
 }
 
 func readFrame(r io.Reader) ([]byte, error) {
-	var n uint32
-	if err := binary.Read(r, binary.LittleEndian, &n); err != nil {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return nil, closedErr(err)
 	}
+	n := binary.LittleEndian.Uint32(hdr[:])
 	if n > maxFrame {
 		return nil, fmt.Errorf("frame of %d bytes exceeds %d", n, maxFrame)
 	}

@@ -330,9 +330,7 @@ func (s *Standin) handle(ctx context.Context, r *Request) *Response {
 		nodeID:       s.nodeID,
 		log:          s.log,
 		header:       http.Header{},
-		shared:       map[string]any{},
-		ngxCtx:       map[string]any{},
-		serialize:    map[string]any{},
+		calls:        make([]string, 0, 4),
 		loadConsumer: func(string, bool) *Consumer { return nil },
 	}
 	// Kong runs plugins by descending priority: a plugin server above

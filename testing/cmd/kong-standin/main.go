@@ -19,6 +19,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -228,6 +229,9 @@ func bench(ctx context.Context, f flags, log *slog.Logger) error {
 		cap    int64
 		s      *standin.Standin
 		result standin.LoadResult
+		// CPU time of the plugin server and of the stand-in (Kong's
+		// side) during the measured rounds.
+		pluginCPU, standinCPU time.Duration
 	}
 	runs := []*run{
 		{label: "noop (Exit only)", plugin: f.noop, make: single, names: 1, cap: f.maxRequests},
@@ -270,14 +274,17 @@ func bench(ctx context.Context, f flags, log *slog.Logger) error {
 			if left <= 0 {
 				continue
 			}
+			pluginBefore, selfBefore := processCPU(r.s.PluginPID()), selfCPU()
 			r.result.Add(standin.Load(ctx, r.s, standin.LoadOptions{Conns: f.conns, Duration: f.duration / rounds, MaxRequests: left, Request: r.make, NamesPerRequest: r.names}))
+			r.pluginCPU += processCPU(r.s.PluginPID()) - pluginBefore
+			r.standinCPU += selfCPU() - selfBefore
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
 		}
 	}
 	fmt.Printf("protocol benchmark: %d connections, %v per run in %d alternating rounds, key %s, no HTTP in the measured path\n", f.conns, f.duration, rounds, key)
-	fmt.Printf("%-22s %10s %10s %12s %10s %10s %6s  %s\n", "run", "requests", "req/s", "names/s", "p50", "p99", "pdk", "statuses")
+	fmt.Printf("%-22s %10s %10s %12s %10s %10s %6s %12s %12s  %s\n", "run", "requests", "req/s", "names/s", "p50", "p99", "pdk", "plugin cpu", "kong cpu", "statuses")
 	for _, r := range runs {
 		res := r.result
 		statuses := make([]string, 0, len(res.Statuses))
@@ -285,8 +292,9 @@ func bench(ctx context.Context, f flags, log *slog.Logger) error {
 			statuses = append(statuses, fmt.Sprintf("%d:%d", st, n))
 		}
 		slices.Sort(statuses)
-		fmt.Printf("%-22s %10d %10.0f %12.0f %10v %10v %6d  %s\n", r.label, res.Requests, res.RequestsPerSecond(), res.NamesPerSecond(),
-			res.P50.Round(time.Microsecond), res.P99.Round(time.Microsecond), res.MaxPDKCalls, strings.Join(statuses, " "))
+		fmt.Printf("%-22s %10d %10.0f %12.0f %10v %10v %6d %10.0fµs %10.0fµs  %s\n", r.label, res.Requests, res.RequestsPerSecond(), res.NamesPerSecond(),
+			res.P50.Round(time.Microsecond), res.P99.Round(time.Microsecond), res.MaxPDKCalls,
+			perRequest(r.pluginCPU, res.Requests), perRequest(r.standinCPU, res.Requests), strings.Join(statuses, " "))
 	}
 	floor := runs[0].result.RequestsPerSecond()
 	ratio := runs[1].result.RequestsPerSecond() / floor
@@ -317,4 +325,45 @@ func benchRequest(rawQuery string) *standin.Request {
 		HTTPVersion: 1.1,
 		RemoteAddr:  netip.MustParseAddrPort("127.0.0.1:40000"),
 	}
+}
+
+func perRequest(d time.Duration, n int64) float64 {
+	if n == 0 {
+		return 0
+	}
+	return float64(d.Microseconds()) / float64(n)
+}
+
+// processCPU is the user and system time a process used so far, from
+// /proc (Linux); 0 where that is not available.
+func processCPU(pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name may hold spaces: fields start after its ")".
+	i := strings.LastIndexByte(string(data), ')')
+	if i < 0 {
+		return 0
+	}
+	fields := strings.Fields(string(data[i+1:]))
+	if len(fields) < 13 {
+		return 0
+	}
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	// USER_HZ is 100 on Linux.
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// selfCPU is the stand-in's own user and system time so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -307,13 +307,21 @@ func (s *pluginServer) conn(ctx context.Context) (*serverConn, error) {
 		break
 	}
 	if ready != nil {
-		// A respawned server is not listening yet; Kong would fail the
-		// request, but a short wait keeps tests of restarts deterministic.
 		select {
 		case <-ready:
-		case <-time.After(2 * time.Second):
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		default:
+			// A respawned server is not listening yet; Kong would fail
+			// the request, but a short wait keeps tests of restarts
+			// deterministic.
+			t := time.NewTimer(2 * time.Second)
+			select {
+			case <-ready:
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return nil, ctx.Err()
+			}
+			t.Stop()
 		}
 	}
 	var d net.Dialer

@@ -34,6 +34,9 @@ const (
 	// pruneEvery is how often counters of windows that have ended are
 	// deleted, in request time.
 	pruneEvery = time.Hour
+	// maxReaders bounds the connections serving peeks; more readers than
+	// cores only queue inside SQLite.
+	maxReaders = 8
 )
 
 // Local is the `local` policy: counters for one node in a SQLite file.
@@ -112,7 +115,9 @@ func OpenLocal(path string) (*Local, error) {
 		writer.Close()
 		return nil, fmt.Errorf("open quota store %s for reading: %w", path, err)
 	}
-	reader.SetMaxIdleConns(4)
+	// Opening a connection costs far more than a read: keep every one open.
+	reader.SetMaxOpenConns(maxReaders)
+	reader.SetMaxIdleConns(maxReaders)
 	s := &Local{
 		path:     path,
 		writer:   writer,

@@ -106,6 +106,9 @@ func conformanceCases() []conformanceCase {
 	fail("country empty", "name=peter&country_id=", 422, errInvalidCtry)
 	fail("country repeated", "name=peter&country_id=US&country_id=US", 422, errInvalidCtry)
 	fail("country malformed escape", "name=peter&country_id=%ZZ", 422, errInvalidCtry)
+	fail("country invalid UTF-8", "name=peter&country_id=%FF", 422, errInvalidCtry)
+	fail("country with white space", "name=peter&country_id=+US", 422, errInvalidCtry)
+	fail("country digits", "name=peter&country_id=12", 422, errInvalidCtry)
 
 	// Unknown parameters are ignored.
 	ok("unknown parameters ignored", "language_id=en&name=peter&foo=bar", []string{"peter"}, "", false)

@@ -273,6 +273,7 @@ func newEnv(t testing.TB, cfg envConfig) *env {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
+		e.client.CloseIdleConnections()
 		_ = srv.Shutdown(ctx)
 		s.Close()
 	})

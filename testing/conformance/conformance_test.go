@@ -907,3 +907,59 @@ func TestAnonymousByID(t *testing.T) {
 	checkError(t, r, 401, errInvalidKey)
 	checkHeaders(t, r, c, 99)
 }
+
+// TestKillUnderLoad kills the plugin server while requests are in flight:
+// those fail (500, as Kong answers a plugin-server error), none hangs, and
+// requests succeed again once the server is respawned.
+func TestKillUnderLoad(t *testing.T) {
+	e := newEnv(t, envConfig{overrides: map[string]any{"throttle_rate": 100000, "throttle_burst": 100000}})
+	c := caller{key: "demo-pro-key", ip: e.ip(), limit: 1000000, month: true}
+	stop := make(chan struct{})
+	var mu sync.Mutex
+	statuses := map[int]int{}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				r := e.get(t, c, "name=anna")
+				mu.Lock()
+				statuses[r.status]++
+				mu.Unlock()
+				if r.status != 200 && r.status != 500 {
+					t.Errorf("status %d %s", r.status, r.body)
+				}
+			}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	pid := e.s.PluginPID()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for p := e.s.PluginPID(); p == 0 || p == pid; p = e.s.PluginPID() {
+		if time.Now().After(deadline) {
+			t.Fatal("not respawned")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	if statuses[200] == 0 {
+		t.Fatalf("no request succeeded: %v", statuses)
+	}
+	for range 5 {
+		if r := e.get(t, c, "name=anna"); r.status != 200 {
+			t.Errorf("after the respawn: %d %s", r.status, r.body)
+		}
+	}
+	t.Logf("statuses during the kill: %v", statuses)
+}

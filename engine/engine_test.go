@@ -249,6 +249,21 @@ func TestPredictBatch(t *testing.T) {
 			t.Fatalf("batch[%d] = %+v, alone %+v", i, p, single)
 		}
 	}
+	// More keys than one query takes: 600 full names, 4 keys each or more.
+	given := realNames(t, 600)
+	var full []string
+	for i, g := range given {
+		full = append(full, g+" "+given[(i+7)%len(given)]+"son")
+	}
+	ps, err = e.Predict(full, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < len(full); i += 37 {
+		if single := predictOne(t, e, full[i], ""); ps[i] != single || single.Count == 0 {
+			t.Fatalf("large batch[%d] = %+v, alone %+v", i, ps[i], single)
+		}
+	}
 	if ps, err := e.Predict(nil, ""); err != nil || len(ps) != 0 {
 		t.Fatalf("empty batch: %v %v", ps, err)
 	}

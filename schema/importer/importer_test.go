@@ -85,7 +85,8 @@ func TestLocaleCountry(t *testing.T) {
 		ok       bool
 	}{
 		{"af_ZA", "ZA", true}, {"fa", "IR", true}, {"he", "IL", true}, {"pt_BR", "BR", true},
-		{"en", "US", true}, {"", "", false}, {"!!", "", false},
+		{"en", "US", true}, {"sr_RS_latin", "RS", true}, {"en_AU_ocker", "AU", true},
+		{"eo", "", false}, {"", "", false}, {"!!", "", false},
 	}
 	for _, tt := range tests {
 		got, ok := localeCountry(tt.in)

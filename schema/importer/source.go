@@ -148,8 +148,10 @@ func readRows(path, format string, fn func(row)) error {
 			if line == "" {
 				return
 			}
+			// persian_names has rows with a fourth field, a variant
+			// spelling; the name is the third.
 			f := strings.Split(line, "\t")
-			if len(f) != 3 {
+			if len(f) < 3 {
 				fn(row{drop: DropMalformed})
 				return
 			}
@@ -216,8 +218,10 @@ func readSSAZip(path string, fn func(row)) error {
 // one (af_ZA -> ZA), else the region where the language is most spoken
 // (fa -> IR, he -> IL), as CLDR's likely-subtags data says.
 func localeCountry(locale string) (string, bool) {
+	// Parse keeps what it understood of sr_RS_latin or en_AU_ocker (faker's
+	// own variants) and reports the rest as an error.
 	tag, err := language.Parse(strings.ReplaceAll(strings.TrimSpace(locale), "_", "-"))
-	if err != nil {
+	if err != nil && tag == language.Und {
 		return "", false
 	}
 	region, confidence := tag.Region()

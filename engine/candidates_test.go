@@ -44,14 +44,16 @@ func TestCandidates(t *testing.T) {
 
 func TestDecide(t *testing.T) {
 	rows := map[rowKey]row{
-		{"maria", false}:         {female: 98, male: 2, share: 0.98},
-		{"andrea", false}:        {female: 50, male: 50, share: 0.5},
-		{"jose", false}:          {female: 2, male: 198, share: 0.01},
-		{"jose", true}:           {female: 1, male: 299, share: 1.0 / 300},
-		{"riley breanna", false}: {female: 1, male: 0, share: 1},
-		{"riley", false}:         {female: 60, male: 40, share: 0.6},
-		{"zoe anne", false}:      {female: 3, male: 0, share: 1},
-		{"maria carmen", false}:  {female: 640, male: 1, share: 640.0 / 641},
+		{"maria", false, "FR"}:         {female: 98, male: 2, share: 0.98},
+		{"andrea", false, "FR"}:        {female: 50, male: 50, share: 0.5},
+		{"jose", false, "FR"}:          {female: 2, male: 198, share: 0.01},
+		{"jose", true, "FR"}:           {female: 1, male: 299, share: 1.0 / 300},
+		{"riley breanna", false, "FR"}: {female: 1, male: 0, share: 1},
+		{"riley", false, "FR"}:         {female: 60, male: 40, share: 0.6},
+		{"zoe anne", false, "FR"}:      {female: 3, male: 0, share: 1},
+		{"maria carmen", false, "FR"}:  {female: 640, male: 1, share: 640.0 / 641},
+		// Found in FR only: the global row is FR's row.
+		{"luc", false, ""}: {female: 0, male: 10, share: 0, sole: "FR"},
 	}
 	tests := []struct {
 		cands []candidate
@@ -69,10 +71,18 @@ func TestDecide(t *testing.T) {
 		{[]candidate{{"riley breanna", false}, {"riley", false}}, answer{Female, 0.6, 100}},
 		{[]candidate{{"zoe anne", false}, {"zoe", false}}, answer{Female, 1, 3}},
 		{[]candidate{{"maria carmen", false}, {"maria", false}}, answer{Female, 1, 641}},
+		{[]candidate{{"luc", false}}, answer{Male, 1, 10}},
 	}
 	for _, tt := range tests {
-		if got := decide(tt.cands, rows); got != tt.want {
+		if got := decide(tt.cands, rows, "FR"); got != tt.want {
 			t.Errorf("decide(%v) = %+v, want %+v", tt.cands, got, tt.want)
 		}
+	}
+	luc := []candidate{{"luc", false}}
+	if got := decide(luc, rows, ""); got != (answer{Male, 1, 10}) {
+		t.Errorf("luc, global: %+v", got)
+	}
+	if got := decide(luc, rows, "BE"); got != (answer{}) {
+		t.Errorf("luc in BE, where it is not found: %+v", got)
 	}
 }

@@ -115,9 +115,7 @@ func (e *Engine) init(opts Options) error {
 		return fmt.Errorf("schema version %s, this build reads version %d: rebuild it with `make db`", version, schema.Version)
 	}
 	for _, n := range batchSizes {
-		q := "SELECT key, form, female, male, female_share FROM names WHERE country = ? AND key IN (?" +
-			strings.Repeat(",?", n-1) + ")"
-		stmt, err := e.db.Prepare(q)
+		stmt, err := e.db.Prepare(lookupQuery(n))
 		if err != nil {
 			return fmt.Errorf("prepare lookup: %w", err)
 		}
@@ -145,6 +143,14 @@ func (e *Engine) init(opts Options) error {
 
 // cacheMetrics makes new caches count hits and misses; benchmarks set it.
 var cacheMetrics = false
+
+// lookupQuery reads the rows of n keys in one country. The global rows
+// come too: for a key found in one country only, the global row is the
+// country's row (see schema.sql).
+func lookupQuery(n int) string {
+	return "SELECT key, country, form, female, male, female_share, sole FROM names WHERE country IN ('', ?) AND key IN (?" +
+		strings.Repeat(",?", n-1) + ")"
+}
 
 var shared struct {
 	sync.Mutex
@@ -204,13 +210,28 @@ type pending struct {
 }
 
 type rowKey struct {
-	key    string
-	folded bool
+	key     string
+	folded  bool
+	country string // "" for the global row
 }
 
 type row struct {
 	female, male int64
 	share        float64
+	sole         string
+}
+
+// find returns the row of key in country: its own, else the global row of
+// a key found in that country only.
+func find(rows map[rowKey]row, key string, folded bool, country string) (row, bool) {
+	if r, ok := rows[rowKey{key, folded, country}]; ok {
+		return r, true
+	}
+	if country == "" {
+		return row{}, false
+	}
+	r, ok := rows[rowKey{key, folded, ""}]
+	return r, ok && r.sole == country
 }
 
 // Predict answers names in the scope of country: "" for all countries
@@ -251,7 +272,7 @@ func (e *Engine) Predict(names []string, country string) ([]Prediction, error) {
 		return nil, err
 	}
 	for _, p := range misses {
-		a := decide(p.cands, rows)
+		a := decide(p.cands, rows, country)
 		a.fill(&out[p.index])
 		if e.cache != nil {
 			e.cache.Set(p.cacheKey, a, 1)
@@ -270,12 +291,12 @@ const minCompoundRecords = 10
 // decide answers from the first candidate with data; a multi-word key with
 // less than minCompoundRecords records answers only when no later
 // candidate has data.
-func decide(cands []candidate, rows map[rowKey]row) answer {
+func decide(cands []candidate, rows map[rowKey]row, country string) answer {
 	var weak answer
 	for _, c := range cands {
-		r, ok := rows[rowKey{c.key, c.folded}]
+		r, ok := find(rows, c.key, c.folded, country)
 		if !ok && c.folded {
-			r, ok = rows[rowKey{c.key, false}]
+			r, ok = find(rows, c.key, false, country)
 		}
 		if !ok || r.female+r.male <= 0 {
 			continue
@@ -321,8 +342,8 @@ func dedupe(keys []string) []string {
 	return out
 }
 
-// lookup reads every row of keys in country, both forms, in as few queries
-// as the prepared sizes allow.
+// lookup reads every row of keys in country and in the global model, both
+// forms, in as few queries as the prepared sizes allow.
 func (e *Engine) lookup(country string, keys []string) (map[rowKey]row, error) {
 	rows := make(map[rowKey]row, len(keys))
 	maxBatch := batchSizes[len(batchSizes)-1]
@@ -353,14 +374,16 @@ func (e *Engine) query(stmt *sql.Stmt, args []any, into map[rowKey]row) error {
 	defer rs.Close()
 	for rs.Next() {
 		var (
-			key  string
-			form int
-			r    row
+			key, country string
+			form         int
+			sole         sql.NullString
+			r            row
 		)
-		if err := rs.Scan(&key, &form, &r.female, &r.male, &r.share); err != nil {
+		if err := rs.Scan(&key, &country, &form, &r.female, &r.male, &r.share, &sole); err != nil {
 			return err
 		}
-		into[rowKey{key, form == schema.FormFolded}] = r
+		r.sole = sole.String
+		into[rowKey{key, form == schema.FormFolded, country}] = r
 	}
 	return rs.Err()
 }

@@ -37,7 +37,11 @@ CREATE TABLE countries (
 --   form 1: the accent-folded key (namekey.Fold), summing every exact key
 --           that folds to it; stored only when that differs from the exact
 --           row with the same key, so a reader takes form 1 and else form 0.
---   country '' holds the global model: all countries pooled.
+--   country '' holds the global model: all countries pooled. Every key
+--           has one. A key found in one country only (most keys) has no
+--           row of its own for that country: its global row names the
+--           country in sole and holds its counts. So the row of (key, C)
+--           is the row with country C, else the global row whose sole is C.
 -- female_share is the female share the answer is decided on: female /
 -- (female + male) for a country, the weighted share for the global model.
 CREATE TABLE names (
@@ -47,5 +51,6 @@ CREATE TABLE names (
 	female       INTEGER NOT NULL,
 	male         INTEGER NOT NULL,
 	female_share REAL NOT NULL,
+	sole         TEXT, -- global rows only: the one country the key is found in
 	PRIMARY KEY (key, country, form)
 ) WITHOUT ROWID;

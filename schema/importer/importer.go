@@ -222,6 +222,7 @@ type nameRow struct {
 	form         int
 	female, male int64
 	share        float64
+	sole         string // global rows of a key found in one country only
 }
 
 // countryWeight is the factor a country's counts get in the global model:
@@ -250,17 +251,20 @@ func precompute(data map[entry]tally) (rows []nameRow, weights map[string]float6
 		weights[c] = countryWeight(t[1])
 	}
 
+	// pooled is a key's global row: every country summed, raw and
+	// weighted. sole is the country when there is only one.
 	type pooled struct {
 		tally
-		wf, wm float64
+		wf, wm    float64
+		countries int
+		sole      string
 	}
 	exactGlobal := map[string]*pooled{}
 	folded := map[entry]tally{}
 	foldedGlobal := map[string]*pooled{}
 	variants := map[string][]string{} // folded key -> exact keys folding to it
 	foldOf := map[string]string{}
-	rows = make([]nameRow, 0, len(data)*2)
-	add := func(m map[string]*pooled, key, country string, t tally) {
+	add := func(m map[string]*pooled, key, country string, t tally, newCountry bool) {
 		p := m[key]
 		if p == nil {
 			p = &pooled{}
@@ -271,10 +275,13 @@ func precompute(data map[entry]tally) (rows []nameRow, weights map[string]float6
 		p.male += t.male
 		p.wf += float64(t.female) * w
 		p.wm += float64(t.male) * w
+		if newCountry {
+			p.countries++
+			p.sole = country
+		}
 	}
 	for e, t := range data {
-		rows = append(rows, nameRow{e.key, e.country, schema.FormExact, t.female, t.male, share(float64(t.female), float64(t.male))})
-		add(exactGlobal, e.key, e.country, t)
+		add(exactGlobal, e.key, e.country, t, true)
 		f, ok := foldOf[e.key]
 		if !ok {
 			f = namekey.Fold(e.key)
@@ -282,26 +289,43 @@ func precompute(data map[entry]tally) (rows []nameRow, weights map[string]float6
 			variants[f] = append(variants[f], e.key)
 		}
 		fe := entry{f, e.country}
-		ft := folded[fe]
+		ft, seen := folded[fe]
 		ft.female += t.female
 		ft.male += t.male
 		folded[fe] = ft
-		add(foldedGlobal, f, e.country, t)
+		add(foldedGlobal, f, e.country, t, !seen)
+	}
+
+	// A key found in one country only (four keys in five) has no country
+	// row: its global row says which country it is (sole) and has the
+	// same counts. A folded key with a single variant equal to itself
+	// would repeat the exact rows; readers fall back to the exact row.
+	needed := func(f string) bool { v := variants[f]; return len(v) > 1 || v[0] != f }
+	rows = make([]nameRow, 0, len(exactGlobal)+len(data)/2)
+	global := func(key string, form int, p *pooled) nameRow {
+		r := nameRow{key: key, form: form, female: p.female, male: p.male, share: share(p.wf, p.wm)}
+		if p.countries == 1 {
+			r.sole = p.sole
+			r.share = share(float64(p.female), float64(p.male))
+		}
+		return r
+	}
+	for e, t := range data {
+		if exactGlobal[e.key].countries > 1 {
+			rows = append(rows, nameRow{e.key, e.country, schema.FormExact, t.female, t.male, share(float64(t.female), float64(t.male)), ""})
+		}
 	}
 	for k, p := range exactGlobal {
-		rows = append(rows, nameRow{k, "", schema.FormExact, p.female, p.male, share(p.wf, p.wm)})
+		rows = append(rows, global(k, schema.FormExact, p))
 	}
-	// A folded key with a single variant equal to itself would repeat the
-	// exact rows; readers fall back to the exact row for it.
-	needed := func(f string) bool { v := variants[f]; return len(v) > 1 || v[0] != f }
 	for e, t := range folded {
-		if needed(e.key) {
-			rows = append(rows, nameRow{e.key, e.country, schema.FormFolded, t.female, t.male, share(float64(t.female), float64(t.male))})
+		if needed(e.key) && foldedGlobal[e.key].countries > 1 {
+			rows = append(rows, nameRow{e.key, e.country, schema.FormFolded, t.female, t.male, share(float64(t.female), float64(t.male)), ""})
 		}
 	}
 	for k, p := range foldedGlobal {
 		if needed(k) {
-			rows = append(rows, nameRow{k, "", schema.FormFolded, p.female, p.male, share(p.wf, p.wm)})
+			rows = append(rows, global(k, schema.FormFolded, p))
 		}
 	}
 	slices.SortFunc(rows, func(a, b nameRow) int {
@@ -380,9 +404,9 @@ func write(out string, report *Report, rows []nameRow, weights map[string]float6
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit %s: %w", tmpPath, err)
 	}
-	if _, err := db.Exec("ANALYZE"); err != nil {
-		return fmt.Errorf("analyze: %w", err)
-	}
+	// No ANALYZE: its average of two rows per key would make the planner
+	// seek on the key alone and filter countries, and the key Maria has
+	// three hundred rows. Without statistics it seeks (key, country).
 	if err := db.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", tmpPath, err)
 	}
@@ -400,8 +424,8 @@ func write(out string, report *Report, rows []nameRow, weights map[string]float6
 func insertNames(tx *sql.Tx, rows []nameRow, st *status) error {
 	const perStmt = 200
 	prepare := func(n int) (*sql.Stmt, error) {
-		q := "INSERT INTO names(key, country, form, female, male, female_share) VALUES " +
-			strings.TrimSuffix(strings.Repeat("(?,?,?,?,?,?),", n), ",")
+		q := "INSERT INTO names(key, country, form, female, male, female_share, sole) VALUES " +
+			strings.TrimSuffix(strings.Repeat("(?,?,?,?,?,?,?),", n), ",")
 		return tx.Prepare(q)
 	}
 	full, err := prepare(perStmt)
@@ -409,12 +433,16 @@ func insertNames(tx *sql.Tx, rows []nameRow, st *status) error {
 		return fmt.Errorf("prepare insert: %w", err)
 	}
 	defer full.Close()
-	args := make([]any, 0, perStmt*6)
+	args := make([]any, 0, perStmt*7)
 	for start := 0; start < len(rows); start += perStmt {
 		chunk := rows[start:min(start+perStmt, len(rows))]
 		args = args[:0]
 		for _, r := range chunk {
-			args = append(args, r.key, r.country, r.form, r.female, r.male, r.share)
+			var sole any // NULL
+			if r.sole != "" {
+				sole = r.sole
+			}
+			args = append(args, r.key, r.country, r.form, r.female, r.male, r.share, sole)
 		}
 		stmt := full
 		if len(chunk) < perStmt {

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/genderize-kong/genderize/schema"
 )
 
 func writeCounts(t *testing.T, path, content string) {
@@ -39,7 +41,7 @@ func TestBuildInfoQuery(t *testing.T) {
 	if err := run([]string{"info", db}, &stdout, &stderr); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"schema_version: 1", "fr_insee", "Licence Ouverte", "births 1900-2021", "countries: 2", "names: 3 distinct keys"} {
+	for _, want := range []string{"schema_version: " + schema.VersionString, "fr_insee", "Licence Ouverte", "births 1900-2021", "countries: 2", "names: 3 distinct keys"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("info lacks %q:\n%s", want, stdout.String())
 		}

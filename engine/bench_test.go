@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/genderize-kong/genderize/engine/namekey"
+	"github.com/genderize-kong/genderize/schema"
 )
 
 // rssChildEnv makes the test binary measure its memory and exit (see
@@ -40,7 +41,7 @@ var corpus struct {
 func realNames(tb testing.TB, n int) []string {
 	tb.Helper()
 	corpus.Do(func() {
-		db, err := sql.Open("sqlite3", "file:"+dbPath(tb)+"?mode=ro")
+		db, err := openRO(tb, dbPath(tb))
 		if err != nil {
 			corpus.err = err
 			return
@@ -240,7 +241,11 @@ func rssChild() int {
 	if err != nil {
 		return fail(err)
 	}
-	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+	dsn, err := schema.DSN(path, "mode=ro")
+	if err != nil {
+		return fail(err)
+	}
+	db, err := sql.Open("sqlite3", dsn)
 	if err != nil {
 		return fail(err)
 	}

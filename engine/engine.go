@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -85,7 +84,10 @@ func Open(path string, opts Options) (*Engine, error) {
 	}
 	// immutable: the database never changes while open, so SQLite takes
 	// no locks and keeps no journal.
-	dsn := (&url.URL{Scheme: "file", Path: abs, RawQuery: "mode=ro&immutable=1&_query_only=1"}).String()
+	dsn, err := schema.DSN(abs, "mode=ro&immutable=1&_query_only=1")
+	if err != nil {
+		return nil, fmt.Errorf("open names db %s: %w", path, err)
+	}
 	db, err := sql.Open(driverName, dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open names db %s: %w", path, err)

@@ -54,7 +54,7 @@ func predictOne(t *testing.T, e *Engine, name, country string) Prediction {
 // database, to check the engine's arithmetic against the data.
 func rawCounts(t *testing.T, key, country string) (female, male int64, share float64) {
 	t.Helper()
-	db, err := sql.Open("sqlite3", "file:"+dbPath(t)+"?mode=ro")
+	db, err := openRO(t, dbPath(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestPredictArithmetic(t *testing.T) {
 // and checks the documented answer: gender null, probability 0.5, count
 // the total.
 func TestPredictTie(t *testing.T) {
-	db, err := sql.Open("sqlite3", "file:"+dbPath(t)+"?mode=ro")
+	db, err := openRO(t, dbPath(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +308,7 @@ func TestCacheAgrees(t *testing.T) {
 // TestLookupPlan: each key is a seek on (key, country), never a walk over
 // all the countries of a key (Maria has hundreds of rows).
 func TestLookupPlan(t *testing.T) {
-	db, err := sql.Open("sqlite3", "file:"+dbPath(t)+"?mode=ro")
+	db, err := openRO(t, dbPath(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,6 +349,19 @@ func TestOpenErrors(t *testing.T) {
 		{noVersion, "not a genderize names database"},
 		{oldVersion, "schema version 0"},
 	}
+	// A valid (empty) database whose path needs escaping in a URI.
+	odd := filepath.Join(dir, "a dir #1?", "names%20.db")
+	os.MkdirAll(filepath.Dir(odd), 0o755)
+	mustExec(t, odd, schema.SQL, "INSERT INTO meta VALUES ('schema_version', '"+schema.VersionString+"')")
+	e, err := Open(odd, Options{})
+	if err != nil {
+		t.Fatalf("Open(%s): %v", odd, err)
+	}
+	if ps, err := e.Predict([]string{"Maria"}, "FR"); err != nil || ps[0] != (Prediction{Name: "Maria", CountryID: "FR"}) {
+		t.Errorf("empty database: %+v, %v", ps, err)
+	}
+	e.Close()
+
 	for _, tt := range tests {
 		e, err := Open(tt.path, Options{})
 		if err == nil {
@@ -367,7 +380,11 @@ func TestOpenErrors(t *testing.T) {
 
 func mustExec(t *testing.T, path string, stmts ...string) {
 	t.Helper()
-	db, err := sql.Open("sqlite3", path)
+	dsn, err := schema.DSN(path, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite3", dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -431,4 +448,14 @@ func TestShared(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
+}
+
+// openRO opens the database at path read-only for a test's own queries.
+func openRO(tb testing.TB, path string) (*sql.DB, error) {
+	tb.Helper()
+	dsn, err := schema.DSN(path, "mode=ro")
+	if err != nil {
+		return nil, err
+	}
+	return sql.Open("sqlite3", dsn)
 }

@@ -5,6 +5,8 @@ package schema
 
 import (
 	_ "embed"
+	"net/url"
+	"path/filepath"
 	"strconv"
 )
 
@@ -32,3 +34,14 @@ const (
 	FormExact  = 0
 	FormFolded = 1
 )
+
+// DSN returns the SQLite URI of the database file at path with the query
+// parameters params (e.g. "mode=ro"): the path is made absolute and
+// escaped, so a '?' or '#' in it is not read as the start of parameters.
+func DSN(path, params string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	return (&url.URL{Scheme: "file", Path: abs, RawQuery: params}).String(), nil
+}

@@ -350,7 +350,11 @@ func write(out string, report *Report, rows []nameRow, weights map[string]float6
 			os.Remove(tmpPath)
 		}
 	}()
-	db, err := sql.Open("sqlite3", "file:"+tmpPath+"?_journal_mode=OFF&_synchronous=OFF")
+	dsn, err := schema.DSN(tmpPath, "_journal_mode=OFF&_synchronous=OFF")
+	if err != nil {
+		return err
+	}
+	db, err := sql.Open("sqlite3", dsn)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", tmpPath, err)
 	}

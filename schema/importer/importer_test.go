@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/genderize-kong/genderize/engine"
+	"github.com/genderize-kong/genderize/schema"
 )
 
 func TestCleanName(t *testing.T) {
@@ -239,7 +240,7 @@ func TestBuild(t *testing.T) {
 	check("Kim", "SE", engine.Prediction{Gender: engine.Male, Probability: 1, Count: 900})
 
 	// The sources table records what the build did.
-	db, err := sql.Open("sqlite3", "file:"+out+"?mode=ro")
+	db, err := openRO(t, out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,4 +312,40 @@ func writeLexicon(t *testing.T, dir string) string {
 	path := filepath.Join(dir, "empty_lexicon.tsv")
 	os.WriteFile(path, []byte("zz\tF\tNobody\n"), 0o644)
 	return path
+}
+
+// openRO opens the database at path read-only for a test's own queries.
+func openRO(tb testing.TB, path string) (*sql.DB, error) {
+	tb.Helper()
+	dsn, err := schema.DSN(path, "mode=ro")
+	if err != nil {
+		return nil, err
+	}
+	return sql.Open("sqlite3", dsn)
+}
+
+// TestBuildOddPath: a '?' or '#' in the path is part of the file name, not
+// the start of SQLite parameters.
+func TestBuildOddPath(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "odd ?#%20")
+	os.MkdirAll(dir, 0o755)
+	files := fixtures(t, dir)
+	out := filepath.Join(dir, "names?.db")
+	if _, err := Build(out, files[:1], nil); err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.Open(out, engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if ps, err := e.Predict([]string{"Maria"}, "FR"); err != nil || ps[0].Gender != engine.Female {
+		t.Fatalf("%+v, %v", ps, err)
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, en := range entries {
+		if strings.HasSuffix(en.Name(), ".tmp") || strings.Contains(en.Name(), "journal") {
+			t.Errorf("left behind: %s", en.Name())
+		}
+	}
 }

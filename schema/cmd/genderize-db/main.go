@@ -89,7 +89,11 @@ func info(args []string, stdout io.Writer) error {
 		return err
 	}
 	e.Close()
-	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+	dsn, err := schema.DSN(path, "mode=ro")
+	if err != nil {
+		return err
+	}
+	db, err := sql.Open("sqlite3", dsn)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", path, err)
 	}

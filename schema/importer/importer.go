@@ -23,6 +23,7 @@ package importer
 
 import (
 	"cmp"
+	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -98,8 +99,9 @@ type seenKey struct {
 
 // Build reads files and writes the database to out. It writes a temporary
 // file next to out and renames it into place, so out is either the old
-// database or a complete new one. Progress goes to progress (nil: none).
-func Build(out string, files []string, progress io.Writer) (*Report, error) {
+// database or a complete new one, also when ctx is cancelled (Ctrl-C).
+// Progress goes to progress (nil: none).
+func Build(ctx context.Context, out string, files []string, progress io.Writer) (*Report, error) {
 	if len(files) == 0 {
 		return nil, errors.New("no input files")
 	}
@@ -192,6 +194,9 @@ func Build(out string, files []string, progress io.Writer) (*Report, error) {
 			if err != nil {
 				return nil, err
 			}
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
 		}
 		sr.Countries = len(countries)
 		st.line("%s", sr)
@@ -209,7 +214,7 @@ func Build(out string, files []string, progress io.Writer) (*Report, error) {
 			report.Keys++
 		}
 	}
-	if err := write(out, report, rows, weights, totals, st); err != nil {
+	if err := write(ctx, out, report, rows, weights, totals, st); err != nil {
 		return nil, err
 	}
 	st.line("wrote %s: %d keys, %d countries, %d rows", out, report.Keys, report.Countries, report.Rows)
@@ -337,9 +342,9 @@ func precompute(data map[entry]tally) (rows []nameRow, weights map[string]float6
 func share(female, male float64) float64 { return female / (female + male) }
 
 // write creates the database in a temporary file beside out and renames it.
-func write(out string, report *Report, rows []nameRow, weights map[string]float64, totals map[string][2]int64, st *status) (err error) {
+func write(ctx context.Context, out string, report *Report, rows []nameRow, weights map[string]float64, totals map[string][2]int64, st *status) (err error) {
 	dir := filepath.Dir(out)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(out)+".*.tmp")
+	tmp, err := os.CreateTemp(dir, filepath.Base(out)+"-*.tmp")
 	if err != nil {
 		return fmt.Errorf("create database in %s: %w", dir, err)
 	}
@@ -402,7 +407,7 @@ func write(out string, report *Report, rows []nameRow, weights map[string]float6
 			return fmt.Errorf("write country %s: %w", c, err)
 		}
 	}
-	if err := insertNames(tx, rows, st); err != nil {
+	if err := insertNames(ctx, tx, rows, st); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
@@ -425,7 +430,7 @@ func write(out string, report *Report, rows []nameRow, weights map[string]float6
 
 // insertNames inserts rows many at a time: one cgo call per row would
 // dominate the build.
-func insertNames(tx *sql.Tx, rows []nameRow, st *status) error {
+func insertNames(ctx context.Context, tx *sql.Tx, rows []nameRow, st *status) error {
 	const perStmt = 200
 	prepare := func(n int) (*sql.Stmt, error) {
 		q := "INSERT INTO names(key, country, form, female, male, female_share, sole) VALUES " +
@@ -439,6 +444,9 @@ func insertNames(tx *sql.Tx, rows []nameRow, st *status) error {
 	defer full.Close()
 	args := make([]any, 0, perStmt*7)
 	for start := 0; start < len(rows); start += perStmt {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		chunk := rows[start:min(start+perStmt, len(rows))]
 		args = args[:0]
 		for _, r := range chunk {

@@ -4,8 +4,10 @@ import (
 	"archive/zip"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -169,7 +171,7 @@ func TestBuild(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "names.db")
 	var progress bytes.Buffer
-	report, err := Build(out, fixtures(t, dir), &progress)
+	report, err := Build(context.Background(), out, fixtures(t, dir), &progress)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +265,7 @@ func TestBuildFailureKeepsOldDatabase(t *testing.T) {
 	dir := t.TempDir()
 	files := fixtures(t, dir)
 	out := filepath.Join(dir, "names.db")
-	if _, err := Build(out, files[:1], nil); err != nil {
+	if _, err := Build(context.Background(), out, files[:1], nil); err != nil {
 		t.Fatal(err)
 	}
 	before, _ := os.ReadFile(out)
@@ -292,7 +294,7 @@ func TestBuildFailureKeepsOldDatabase(t *testing.T) {
 		{"nothing kept", out, []string{writeLexicon(t, dir)}, "no rows kept"},
 		{"target is a directory", dirTarget, files[:1], "move database into place"},
 	} {
-		_, err := Build(tt.out, tt.files, nil)
+		_, err := Build(context.Background(), tt.out, tt.files, nil)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: err = %v, want %q", tt.name, err, tt.want)
 		}
@@ -301,7 +303,13 @@ func TestBuildFailureKeepsOldDatabase(t *testing.T) {
 	if !bytes.Equal(before, after) {
 		t.Error("a failed build changed the existing database")
 	}
-	leftovers, _ := filepath.Glob(filepath.Join(dir, ".*.tmp"))
+	// A cancelled build (Ctrl-C) stops and cleans up too.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Build(ctx, out, files, nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled build: %v", err)
+	}
+	leftovers, _ := filepath.Glob(filepath.Join(dir, "*.tmp"))
 	if len(leftovers) > 0 {
 		t.Errorf("a failed build left %v", leftovers)
 	}
@@ -331,7 +339,7 @@ func TestBuildOddPath(t *testing.T) {
 	os.MkdirAll(dir, 0o755)
 	files := fixtures(t, dir)
 	out := filepath.Join(dir, "names?.db")
-	if _, err := Build(out, files[:1], nil); err != nil {
+	if _, err := Build(context.Background(), out, files[:1], nil); err != nil {
 		t.Fatal(err)
 	}
 	e, err := engine.Open(out, engine.Options{})

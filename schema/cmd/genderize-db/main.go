@@ -11,13 +11,16 @@
 package main
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/genderize-kong/genderize/engine"
 	"github.com/genderize-kong/genderize/schema"
@@ -72,7 +75,10 @@ func build(args []string, stderr io.Writer) error {
 	if fs.NArg() == 0 {
 		return fmt.Errorf("build: no input files: %w", errUsage)
 	}
-	if _, err := importer.Build(*out, fs.Args(), stderr); err != nil {
+	// Ctrl-C stops the build and removes its temporary file.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if _, err := importer.Build(ctx, *out, fs.Args(), stderr); err != nil {
 		return fmt.Errorf("build %s: %w", *out, err)
 	}
 	return nil

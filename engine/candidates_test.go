@@ -24,11 +24,18 @@ func TestCandidates(t *testing.T) {
 		{"Dubois, Jean-Pierre", []string{"jean-pierre", "~jean pierre", "jean", "~jean"}},
 		{"Николай Петров", []string{"николай петров", "~николай петров", "николай", "~николай"}},
 		{"李伟", []string{"李伟", "~李伟"}},
+		{"Mr. John Smith", []string{"mr. john smith", "~mr john smith", "john smith", "~john smith", "john", "~john"}},
+		{"Dr Maria", []string{"dr maria", "~dr maria", "maria", "~maria"}},
+		{"Dr", []string{"dr", "~dr"}},
+		{"DUPONT Jean-Pierre", []string{"dupont jean-pierre", "~dupont jean pierre", "dupont", "~dupont", "jean-pierre", "~jean pierre", "jean", "~jean"}},
+		{"JEAN Dupont", []string{"jean dupont", "~jean dupont", "jean", "~jean", "dupont", "~dupont"}},
+		{"MARIA CARMEN", []string{"maria carmen", "~maria carmen", "maria", "~maria"}},
+		{"J. DUPONT Jean", []string{"j. dupont jean", "~j dupont jean", "dupont jean", "~dupont jean", "dupont", "~dupont"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []string
-			for _, c := range candidates(namekey.Key(tt.name), nil) {
+			for _, c := range candidates(tt.name, namekey.Key(tt.name), nil) {
 				if c.folded {
 					got = append(got, "~"+c.key)
 				} else {

@@ -260,7 +260,7 @@ func (e *Engine) Predict(names []string, country string) ([]Prediction, error) {
 				continue
 			}
 		}
-		p := pending{index: i, cacheKey: ck, cands: candidates(key, make([]candidate, 0, 4))}
+		p := pending{index: i, cacheKey: ck, cands: candidates(name, key, make([]candidate, 0, 4))}
 		for _, c := range p.cands {
 			keys = append(keys, c.key)
 		}

@@ -168,6 +168,9 @@ func TestPredictSameAnswer(t *testing.T) {
 		{"(Юпи)", "юпи", "RU"},
 		{"Søren", "Soren", "DK"},
 		{"Joao", "João", "BR"}, // the data has João only: plain spelling finds it
+		{"Mr. John Smith", "John", "US"},
+		{"DUPONT Jean", "Jean", "FR"},
+		{"Dr. Maria Lopez", "Maria", "MX"},
 	}
 	for _, tt := range tests {
 		pa, pb := predictOne(t, e, tt.a, tt.country), predictOne(t, e, tt.b, tt.country)

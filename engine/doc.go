@@ -23,10 +23,13 @@
 // as sent. The keys tried, first with data wins (see candidates): the whole
 // name, then its accent-folded form (José -> jose); then for a full name
 // the given name: after the comma in "Last, First", else from the start,
-// initials skipped, a compound given name (Marie-Claire, Maria Carmen)
-// before its first part. A multi-word key backed by fewer than
-// minCompoundRecords records yields to the shorter keys after it. Hebrew,
-// Cyrillic and every other script are looked up in their own script.
+// initials and titles skipped, a compound given name (Marie-Claire, Maria
+// Carmen) before its first part; for "DUPONT Jean" (surname first, in
+// capitals) the word after the surname last. A multi-word key backed by
+// fewer than minCompoundRecords records yields to the shorter keys after
+// it. A plain spelling also finds accented data (Joao -> João): every key is
+// tried against the folded rows. Hebrew, Cyrillic and every other script
+// are looked up in their own script.
 //
 // Each key is one indexed read: the database stores the folded keys and the
 // pooled global counts precomputed, and all the keys of a batch go to

@@ -57,11 +57,14 @@ test: build $(DB)
 	GENDERIZE_DB=$(abspath $(DB)) $(GO) test -count=1 ./...
 
 # The protocol benchmark runs the plugin and the no-op plugin (the floor
-# the plugin-server protocol imposes) through the stand-in, no HTTP.
+# the plugin-server protocol imposes) through the stand-in, no HTTP; the
+# no-op runs on the plugin's own server and on go-pdk's stock one.
 bench: build $(DB)
 	GENDERIZE_DB=$(abspath $(DB)) $(GO) test -run '^$$' -bench . -benchmem ./engine/
 	$(GO) build -o $(BIN)/noop ./testing/cmd/noop
-	$(BIN)/kong-standin -bench -kong-yml kong/kong.yml -plugin $(BIN)/genderize -noop $(BIN)/noop \
+	$(GO) build -o $(BIN)/noop-gopdk ./testing/cmd/noop-gopdk
+	$(BIN)/kong-standin -bench -kong-yml kong/kong.yml -plugin $(BIN)/genderize \
+		-noop $(BIN)/noop -noop-stock $(BIN)/noop-gopdk \
 		-db $(abspath $(DB)) -conns 16 -duration 3s
 
 vet:

@@ -9,13 +9,12 @@ package main
 import (
 	"log"
 
-	"github.com/Kong/go-pdk/server"
-
 	"github.com/genderize-kong/genderize/plugin"
+	"github.com/genderize-kong/genderize/plugin/pluginserver"
 )
 
 func main() {
-	if err := server.StartServer(plugin.New, plugin.Version, plugin.Priority); err != nil {
+	if err := pluginserver.Main(plugin.New, plugin.Version, plugin.Priority); err != nil {
 		log.Fatalf("genderize plugin server: %v", err)
 	}
 }

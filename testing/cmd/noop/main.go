@@ -1,18 +1,21 @@
 // Command noop is a Kong Go plugin server whose access handler only calls
 // kong.response.exit: the floor the plugin-server protocol imposes, the
-// baseline of the protocol benchmark. Its config accepts and ignores the
-// genderize plugin's fields, so the same kong.yml drives both.
+// baseline of the protocol benchmark. It runs on the plugin's own server
+// (plugin/pluginserver), as genderize does; noop-gopdk is the same plugin
+// on go-pdk's stock server. Its config accepts and ignores the genderize
+// plugin's fields, so the same kong.yml drives both.
 package main
 
 import (
 	"log"
 
 	"github.com/Kong/go-pdk"
-	"github.com/Kong/go-pdk/server"
+
+	"github.com/genderize-kong/genderize/plugin/pluginserver"
 )
 
-// Config mirrors no field: go-pdk decodes the instance config into it and
-// ignores what it does not know.
+// Config mirrors no field: the server decodes the instance config into it
+// and ignores what it does not know.
 type Config struct{}
 
 // New is the go-pdk constructor.
@@ -29,7 +32,7 @@ func (c *Config) Access(kong *pdk.PDK) {
 }
 
 func main() {
-	if err := server.StartServer(New, "0.1.0", 1000); err != nil {
+	if err := pluginserver.Main(New, "0.1.0", 1000); err != nil {
 		log.Fatal(err)
 	}
 }

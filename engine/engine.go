@@ -70,6 +70,11 @@ type answer struct {
 // Open opens the name database at path read-only. It fails when the file
 // is missing, is not a genderize name database or has another schema
 // version.
+//
+// The file is memory-mapped and must not change while open: replace it by
+// renaming a new file over it, as genderize-db build does (open engines
+// keep reading the old one), never by copying or writing into it, which
+// truncates a mapped file under the process.
 func Open(path string, opts Options) (*Engine, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {

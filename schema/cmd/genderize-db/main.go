@@ -178,6 +178,11 @@ func query(args []string, stdout io.Writer) error {
 	if len(names) == 0 {
 		return fmt.Errorf("query: no names: %w", errUsage)
 	}
+	for _, n := range names {
+		if n == "-country" || strings.HasPrefix(n, "-country=") || n == "--country" || strings.HasPrefix(n, "--country=") {
+			return fmt.Errorf("query: -country goes before the names: %w", errUsage)
+		}
+	}
 	country := ""
 	if *countryFlag != "" {
 		c, ok := engine.CountryCode(*countryFlag)

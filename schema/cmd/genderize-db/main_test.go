@@ -79,6 +79,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"build", "-o", filepath.Join(dir, "x.db")}, true, "no input files"},
 		{[]string{"info"}, true, "want one database"},
 		{[]string{"query", filepath.Join(dir, "x.db")}, true, "no names"},
+		{[]string{"query", filepath.Join(dir, "x.db"), "Maria", "-country", "FR"}, true, "before the names"},
 		{[]string{"query", filepath.Join(dir, "missing.db"), "Maria"}, false, "make db"},
 		{[]string{"query", filepath.Join(dir, "missing.db"), "-country", "XK", "Maria"}, false, "not an ISO 3166-1"},
 		{[]string{"info", filepath.Join(dir, "missing.db")}, false, "no such file"},

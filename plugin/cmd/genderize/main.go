@@ -4,17 +4,52 @@
 //
 //	genderize -kong-prefix /usr/local/kong   serve on /usr/local/kong/genderize.socket
 //	genderize -dump                          print the plugin's info and schema
+//
+// GENDERIZE_CPUPROFILE=<path> writes a CPU profile to <path>.<pid> when the
+// process is stopped with SIGTERM or SIGINT, as Kong and the stand-in stop
+// it (Kong passes its environment to plugin servers).
 package main
 
 import (
+	"fmt"
 	"log"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"syscall"
 
 	"github.com/genderize-kong/genderize/plugin"
 	"github.com/genderize-kong/genderize/plugin/pluginserver"
 )
 
 func main() {
+	if path := os.Getenv("GENDERIZE_CPUPROFILE"); path != "" {
+		if err := profileUntilStopped(fmt.Sprintf("%s.%d", path, os.Getpid())); err != nil {
+			log.Fatalf("genderize plugin server: %v", err)
+		}
+	}
 	if err := pluginserver.Main(plugin.New, plugin.Version, plugin.Priority); err != nil {
 		log.Fatalf("genderize plugin server: %v", err)
 	}
+}
+
+// profileUntilStopped profiles the CPU until a stop signal, then writes the
+// profile and exits.
+func profileUntilStopped(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return fmt.Errorf("cpu profile %s: %w", path, err)
+	}
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		<-stop
+		pprof.StopCPUProfile()
+		f.Close()
+		os.Exit(0)
+	}()
+	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,6 +49,7 @@ type flags struct {
 	conns       int
 	duration    time.Duration
 	maxRequests int64
+	cpuProfile  string
 }
 
 func run() error {
@@ -69,6 +71,7 @@ func run() error {
 	flag.IntVar(&f.conns, "conns", 16, "-bench: concurrent connections")
 	flag.DurationVar(&f.duration, "duration", 3*time.Second, "-bench: duration of each run")
 	flag.Int64Var(&f.maxRequests, "max-requests", 200000, "-bench: request cap of each run")
+	flag.StringVar(&f.cpuProfile, "cpuprofile", "", "-bench: write the stand-in's CPU profile of the measured rounds to this file")
 	flag.Parse()
 
 	var level slog.Level
@@ -274,6 +277,13 @@ func bench(ctx context.Context, f flags, log *slog.Logger) error {
 	// Alternate short rounds so that load from elsewhere on a shared
 	// machine falls on every run alike.
 	const rounds = 5
+	if f.cpuProfile != "" {
+		stop, err := startCPUProfile(f.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	for range rounds {
 		for _, r := range runs {
 			left := r.cap - r.result.Requests
@@ -320,6 +330,22 @@ func bench(ctx context.Context, f flags, log *slog.Logger) error {
 		}
 	}
 	return nil
+}
+
+// startCPUProfile profiles the stand-in until stop is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	out, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("-cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(out); err != nil {
+		out.Close()
+		return nil, fmt.Errorf("-cpuprofile %s: %w", path, err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		out.Close()
+	}, nil
 }
 
 func benchRequest(rawQuery string) *standin.Request {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/Kong/go-pdk"
 	"github.com/Kong/go-pdk/entities"
+	"github.com/Kong/go-pdk/server/kong_plugin_protocol"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/genderize-kong/genderize/engine"
 	"github.com/genderize-kong/genderize/plugin/quota"
@@ -120,10 +122,19 @@ type exchange struct {
 	window quota.Result
 }
 
-func (x *exchange) exit(status int, body []byte, h map[string][]string) {
+func (x *exchange) exit(status int, body []byte, h *structpb.Struct) {
 	x.exited = true
+	exit(x.kong, status, body, h)
+}
+
+// exit is go-pdk's kong.Response.Exit with the headers already in the
+// form Kong receives them.
+func exit(kong *pdk.PDK, status int, body []byte, h *structpb.Struct) {
+	// Kong does not answer an Exit in the access phase: the error is the
+	// connection closing, as with go-pdk's Exit, which ignores it too.
+	_ = kong.Response.Ask("kong.response.exit", &kong_plugin_protocol.ExitArgs{Status: int32(status), Body: body, Headers: h}, nil)
 	// Exit closes the connection to Kong: nothing may follow it.
-	x.kong.Response.Exit(status, body, h)
+	kong.Response.Close()
 }
 
 func (x *exchange) fail(e *apiError, r quota.Result) {

@@ -18,7 +18,7 @@ type exitOnly struct{}
 var exitOnlyBody = []byte(`{"name":"peter","gender":"male","probability":1.0,"count":1}`)
 
 func (exitOnly) Access(kong *pdk.PDK) {
-	kong.Response.Exit(200, exitOnlyBody, headers(quota.Result{Limit: 2500, Remaining: 2499, ResetAfter: time.Hour}))
+	exit(kong, 200, exitOnlyBody, headers(quota.Result{Limit: 2500, Remaining: 2499, ResetAfter: time.Hour}))
 }
 
 type accessor interface{ Access(*pdk.PDK) }

@@ -473,23 +473,17 @@ func (x *Exchange) dispatch(method string, args []byte) (proto.Message, error) {
 		}
 		return nil, nil
 	case "kong.response.exit":
-		a, err := decode[pb.ExitArgs](args)
+		a, err := decodeExitArgs(args)
 		if err != nil {
 			return nil, err
 		}
-		if a.Status < 100 || a.Status > 599 {
-			return nil, fmt.Errorf("kong.response.exit: code must be a number between 100 and 599, got %d", a.Status)
+		if a.status < 100 || a.status > 599 {
+			return nil, fmt.Errorf("kong.response.exit: code must be a number between 100 and 599, got %d", a.status)
 		}
-		x.status = int(a.Status)
-		x.body = a.Body
-		if a.Headers != nil {
-			for k, v := range a.Headers.Fields {
-				vs, err := headerValues(v)
-				if err != nil {
-					return nil, fmt.Errorf("kong.response.exit header %q: %w", k, err)
-				}
-				x.header[http.CanonicalHeaderKey(k)] = vs
-			}
+		x.status = int(a.status)
+		x.body = a.body
+		for _, h := range a.headers {
+			x.header[http.CanonicalHeaderKey(h.name)] = h.values
 		}
 		x.exited = true
 		return nil, errExited

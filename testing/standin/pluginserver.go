@@ -84,6 +84,21 @@ type instance struct {
 type serverConn struct {
 	net.Conn
 	generation int
+	// Kept with the connection: a pooled connection reuses them, and a
+	// call makes no buffer of its own.
+	r    *bufio.Reader
+	wbuf []byte
+}
+
+// writeFrame sends one frame in one write.
+func (c *serverConn) writeFrame(data []byte) error {
+	c.wbuf = binary.LittleEndian.AppendUint32(c.wbuf[:0], uint32(len(data)))
+	c.wbuf = append(c.wbuf, data...)
+	_, err := c.Write(c.wbuf)
+	if cap(c.wbuf) > 64<<10 {
+		c.wbuf = nil
+	}
+	return closedErr(err)
 }
 
 // startPluginServer queries and starts the binary. prefix is the directory
@@ -329,7 +344,7 @@ func (s *pluginServer) conn(ctx context.Context) (*serverConn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("trying to connect: %w", err)
 	}
-	return &serverConn{Conn: c, generation: gen}, nil
+	return &serverConn{Conn: c, generation: gen, r: bufio.NewReaderSize(c, 4096)}, nil
 }
 
 func (s *pluginServer) release(c *serverConn) {
@@ -372,11 +387,11 @@ func (s *pluginServer) call(ctx context.Context, rc *pb.RpcCall, x *Exchange) (*
 		c.Close()
 		return nil, fmt.Errorf("encode rpc call: %w", err)
 	}
-	if err := writeFrame(c, msg); err != nil {
+	if err := c.writeFrame(msg); err != nil {
 		c.Close()
 		return nil, err
 	}
-	br := bufio.NewReaderSize(c, 4096)
+	br := c.r
 	for x != nil {
 		method, err := readFrame(br)
 		if err != nil {
@@ -403,7 +418,7 @@ func (s *pluginServer) call(ctx context.Context, rc *pb.RpcCall, x *Exchange) (*
 			c.Close()
 			return nil, err
 		}
-		if err := writeFrame(c, reply); err != nil {
+		if err := c.writeFrame(reply); err != nil {
 			c.Close()
 			return nil, err
 		}
@@ -554,14 +569,6 @@ func readFrame(r io.Reader) ([]byte, error) {
 		return nil, closedErr(err)
 	}
 	return b, nil
-}
-
-func writeFrame(w io.Writer, data []byte) error {
-	buf := make([]byte, 4+len(data))
-	binary.LittleEndian.PutUint32(buf, uint32(len(data)))
-	copy(buf[4:], data)
-	_, err := w.Write(buf)
-	return closedErr(err)
 }
 
 // closedErr words a peer close as ngx cosockets do ("closed"), which is

@@ -257,19 +257,22 @@ func precompute(data map[entry]tally) (rows []nameRow, weights map[string]float6
 	}
 
 	// pooled is a key's global row: every country summed, raw and
-	// weighted. sole is the country when there is only one.
+	// weighted. sole is the country when there is only one. For an exact
+	// key, fold is its folded key; for a folded key, variants counts the
+	// exact keys folding to it and differs says one of them is not itself.
 	type pooled struct {
 		tally
 		wf, wm    float64
 		countries int
 		sole      string
+		fold      string
+		variants  int
+		differs   bool
 	}
 	exactGlobal := map[string]*pooled{}
 	folded := map[entry]tally{}
 	foldedGlobal := map[string]*pooled{}
-	variants := map[string][]string{} // folded key -> exact keys folding to it
-	foldOf := map[string]string{}
-	add := func(m map[string]*pooled, key, country string, t tally, newCountry bool) {
+	add := func(m map[string]*pooled, key, country string, t tally, newCountry bool) *pooled {
 		p := m[key]
 		if p == nil {
 			p = &pooled{}
@@ -284,28 +287,43 @@ func precompute(data map[entry]tally) (rows []nameRow, weights map[string]float6
 			p.countries++
 			p.sole = country
 		}
+		return p
 	}
-	for e, t := range data {
-		add(exactGlobal, e.key, e.country, t, true)
-		f, ok := foldOf[e.key]
-		if !ok {
-			f = namekey.Fold(e.key)
-			foldOf[e.key] = f
-			variants[f] = append(variants[f], e.key)
+	// Sums of weighted counts depend on their order in the last bit: walk
+	// the entries sorted, so that the same input builds the same database.
+	sorted := make([]entry, 0, len(data))
+	for e := range data {
+		sorted = append(sorted, e)
+	}
+	slices.SortFunc(sorted, func(a, b entry) int {
+		return cmp.Or(strings.Compare(a.key, b.key), strings.Compare(a.country, b.country))
+	})
+	for _, e := range sorted {
+		t := data[e]
+		p := add(exactGlobal, e.key, e.country, t, true)
+		if p.fold == "" {
+			p.fold = namekey.Fold(e.key)
+			fp := foldedGlobal[p.fold]
+			if fp == nil {
+				fp = &pooled{}
+				foldedGlobal[p.fold] = fp
+			}
+			fp.variants++
+			fp.differs = fp.differs || e.key != p.fold
 		}
-		fe := entry{f, e.country}
+		fe := entry{p.fold, e.country}
 		ft, seen := folded[fe]
 		ft.female += t.female
 		ft.male += t.male
 		folded[fe] = ft
-		add(foldedGlobal, f, e.country, t, !seen)
+		add(foldedGlobal, p.fold, e.country, t, !seen)
 	}
 
 	// A key found in one country only (four keys in five) has no country
 	// row: its global row says which country it is (sole) and has the
 	// same counts. A folded key with a single variant equal to itself
 	// would repeat the exact rows; readers fall back to the exact row.
-	needed := func(f string) bool { v := variants[f]; return len(v) > 1 || v[0] != f }
+	needed := func(f string) bool { p := foldedGlobal[f]; return p.variants > 1 || p.differs }
 	rows = make([]nameRow, 0, len(exactGlobal)+len(data)/2)
 	global := func(key string, form int, p *pooled) nameRow {
 		r := nameRow{key: key, form: form, female: p.female, male: p.male, share: share(p.wf, p.wm)}

@@ -8,6 +8,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -355,5 +356,51 @@ func TestBuildOddPath(t *testing.T) {
 		if strings.HasSuffix(en.Name(), ".tmp") || strings.Contains(en.Name(), "journal") {
 			t.Errorf("left behind: %s", en.Name())
 		}
+	}
+}
+
+// TestBuildReproducible: the same input builds the same names table.
+func TestBuildReproducible(t *testing.T) {
+	dir := t.TempDir()
+	// Names shared by many countries of different sizes: their weighted
+	// global sums depend on the order they are added in.
+	var b strings.Builder
+	for i := range 300 {
+		for j, c := range []string{"FR", "DE", "US", "BR", "JP", "SE", "IT"} {
+			fmt.Fprintf(&b, "Name%s\t%s\tF\t%d\n", strings.Repeat("a", i%7+1)+strings.Repeat("b", i/7+1), c, 1+(i*7919+j*104729)%100003)
+			fmt.Fprintf(&b, "Name%s\t%s\tM\t%d\n", strings.Repeat("a", i%7+1)+strings.Repeat("b", i/7+1), c, 1+(i*104729+j*7919)%1009)
+		}
+	}
+	multi := filepath.Join(dir, "multi.tsv.gz")
+	writeGzip(t, multi, b.String())
+	files := append(fixtures(t, dir), multi)
+	var dumps [2]string
+	for i := range dumps {
+		out := filepath.Join(dir, fmt.Sprintf("names%d.db", i))
+		if _, err := Build(context.Background(), out, files, nil); err != nil {
+			t.Fatal(err)
+		}
+		db, err := openRO(t, out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := db.Query("SELECT key, country, form, female, male, female_share, coalesce(sole, '') FROM names ORDER BY key, country, form")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for rows.Next() {
+			var key, country, sole string
+			var form, female, male int64
+			var share float64
+			rows.Scan(&key, &country, &form, &female, &male, &share, &sole)
+			fmt.Fprintf(&b, "%s|%s|%d|%d|%d|%x|%s\n", key, country, form, female, male, math.Float64bits(share), sole)
+		}
+		rows.Close()
+		db.Close()
+		dumps[i] = b.String()
+	}
+	if dumps[0] != dumps[1] || dumps[0] == "" {
+		t.Fatalf("two builds differ:\n%s\n%s", dumps[0], dumps[1])
 	}
 }

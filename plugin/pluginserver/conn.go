@@ -26,8 +26,38 @@ type conn struct {
 	closed  bool
 }
 
+// buffers are a connection's read and write buffers. Kong closes the
+// connection after every request that exits, so a connection lives for one
+// request: its buffers are reused rather than made each time.
+type buffers struct {
+	r       *bufio.Reader
+	pending []byte
+}
+
+var bufferPool = sync.Pool{New: func() any {
+	return &buffers{r: bufio.NewReaderSize(nil, 4096), pending: make([]byte, 0, 4096)}
+}}
+
 func newConn(c net.Conn) *conn {
-	return &conn{Conn: c, r: bufio.NewReaderSize(c, 4096), pending: make([]byte, 0, 4096)}
+	b := bufferPool.Get().(*buffers)
+	b.r.Reset(c)
+	return &conn{Conn: c, r: b.r, pending: b.pending[:0]}
+}
+
+// release closes the connection and gives its buffers back; a PDK a
+// handler kept past its event can use the connection no more.
+func (c *conn) release() {
+	_ = c.Close()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.r == nil {
+		return
+	}
+	c.r.Reset(nil)
+	if cap(c.pending) <= 64<<10 {
+		bufferPool.Put(&buffers{r: c.r, pending: c.pending[:0]})
+	}
+	c.r, c.pending = nil, nil
 }
 
 // Write queues p for the next flush.
@@ -47,7 +77,13 @@ func (c *conn) Read(p []byte) (int, error) {
 	if err := c.flush(); err != nil {
 		return 0, err
 	}
-	return c.r.Read(p)
+	c.mu.Lock()
+	r := c.r
+	c.mu.Unlock()
+	if r == nil {
+		return 0, net.ErrClosed
+	}
+	return r.Read(p)
 }
 
 // Close sends what is queued and closes. A handler closes the connection

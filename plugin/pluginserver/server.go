@@ -87,7 +87,7 @@ func (s *Server) ServeConn(nc net.Conn) {
 	c := newConn(nc)
 	// The PDK holds nothing but the connection: one serves every event.
 	kong := pdk.Init(c)
-	defer c.Close()
+	defer c.release()
 	for {
 		frame, err := readFrame(c)
 		if err != nil {

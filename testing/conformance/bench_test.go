@@ -2,8 +2,12 @@ package conformance
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/netip"
+	"os/exec"
+	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,9 +16,12 @@ import (
 
 // BenchmarkProtocol drives the plugin through the stand-in's protocol
 // layer (no HTTP) with 16 concurrent connections; the no-op plugin, which
-// only calls Exit, is the floor Kong's protocol imposes. Compare req/s of
-// "single" with "noop" from the same run; `make bench` prints the ratio.
+// only calls Exit, is the floor Kong's protocol imposes: "noop" on the
+// plugin's own server, "noop-gopdk" on go-pdk's stock server (what a
+// typical Go plugin costs). Compare req/s of "single" with both from the
+// same run; `make bench` prints the ratios.
 func BenchmarkProtocol(b *testing.B) {
+	stockBin := noopStockBin(b)
 	names := repeatNames(100)
 	single := func(i int64) *standin.Request {
 		return benchRequest("name=" + names[i%int64(len(names))] + "&apikey=demo-pro-key")
@@ -27,6 +34,7 @@ func BenchmarkProtocol(b *testing.B) {
 		make   func(int64) *standin.Request
 	}{
 		{"noop", noopBin, 1, single},
+		{"noop-gopdk", stockBin, 1, single},
 		{"single", pluginBin, 1, single},
 		{"batch100", pluginBin, 100, func(int64) *standin.Request { return benchRequest(batchQ) }},
 	} {
@@ -49,6 +57,37 @@ func BenchmarkProtocol(b *testing.B) {
 			b.ReportMetric(float64(res.P99.Microseconds()), "p99-µs")
 		})
 	}
+}
+
+var (
+	noopStockOnce sync.Once
+	noopStockPath string
+	noopStockErr  error
+)
+
+// noopStockBin builds the no-op plugin on go-pdk's stock server beside the
+// binaries TestMain built, once per run.
+func noopStockBin(b *testing.B) string {
+	b.Helper()
+	noopStockOnce.Do(func() {
+		root, err := moduleRoot()
+		if err != nil {
+			noopStockErr = err
+			return
+		}
+		path := filepath.Join(filepath.Dir(noopBin), "noop-gopdk")
+		build := exec.Command(goTool(), "build", "-o", path, "./testing/cmd/noop-gopdk")
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			noopStockErr = fmt.Errorf("build the no-op plugin on go-pdk's server: %v\n%s", err, out)
+			return
+		}
+		noopStockPath = path
+	})
+	if noopStockErr != nil {
+		b.Fatal(noopStockErr)
+	}
+	return noopStockPath
 }
 
 // benchRequest makes a fresh request: Handle fills in a request's

@@ -86,8 +86,29 @@ type serverConn struct {
 	generation int
 	// Kept with the connection: a pooled connection reuses them, and a
 	// call makes no buffer of its own.
-	r    *bufio.Reader
-	wbuf []byte
+	r          *bufio.Reader
+	rbuf, wbuf []byte
+}
+
+// readFrame reads one frame into the connection's buffer: it is valid
+// until the next read, and every caller decodes (copies) it before.
+func (c *serverConn) readFrame() ([]byte, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(c.r, hdr[:]); err != nil {
+		return nil, closedErr(err)
+	}
+	n := binary.LittleEndian.Uint32(hdr[:])
+	if n > maxFrame {
+		return nil, fmt.Errorf("frame of %d bytes exceeds %d", n, maxFrame)
+	}
+	if uint32(cap(c.rbuf)) < n || cap(c.rbuf) > 64<<10 {
+		c.rbuf = make([]byte, n)
+	}
+	b := c.rbuf[:n]
+	if _, err := io.ReadFull(c.r, b); err != nil {
+		return nil, closedErr(err)
+	}
+	return b, nil
 }
 
 // writeFrame sends one frame in one write.
@@ -391,9 +412,8 @@ func (s *pluginServer) call(ctx context.Context, rc *pb.RpcCall, x *Exchange) (*
 		c.Close()
 		return nil, err
 	}
-	br := c.r
 	for x != nil {
-		method, err := readFrame(br)
+		method, err := c.readFrame()
 		if err != nil {
 			c.Close()
 			return nil, err
@@ -401,12 +421,13 @@ func (s *pluginServer) call(ctx context.Context, rc *pb.RpcCall, x *Exchange) (*
 		if len(method) == 0 {
 			break
 		}
-		args, err := readFrame(br)
+		name := string(method)
+		args, err := c.readFrame()
 		if err != nil {
 			c.Close()
 			return nil, err
 		}
-		reply, err := x.call(string(method), args)
+		reply, err := x.call(name, args)
 		if errors.Is(err, errExited) {
 			// kong.response.exit in the access phase stores the response
 			// and yields the plugin's coroutine for good: Kong never
@@ -423,14 +444,14 @@ func (s *pluginServer) call(ctx context.Context, rc *pb.RpcCall, x *Exchange) (*
 			return nil, err
 		}
 	}
-	data, err := readFrame(br)
+	data, err := c.readFrame()
 	if err != nil {
 		c.Close()
 		return nil, err
 	}
-	if br.Buffered() > 0 {
+	if c.r.Buffered() > 0 {
 		c.Close()
-		return nil, fmt.Errorf("plugin server sent %d bytes after its return", br.Buffered())
+		return nil, fmt.Errorf("plugin server sent %d bytes after its return", c.r.Buffered())
 	}
 	var ret pb.RpcReturn
 	if err := proto.Unmarshal(data, &ret); err != nil {
@@ -553,22 +574,6 @@ func (s *pluginServer) handleEvent(ctx context.Context, key string, config map[s
 		s.resetInstance(key)
 	}
 	return err
-}
-
-func readFrame(r io.Reader) ([]byte, error) {
-	var hdr [4]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return nil, closedErr(err)
-	}
-	n := binary.LittleEndian.Uint32(hdr[:])
-	if n > maxFrame {
-		return nil, fmt.Errorf("frame of %d bytes exceeds %d", n, maxFrame)
-	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(r, b); err != nil {
-		return nil, closedErr(err)
-	}
-	return b, nil
 }
 
 // closedErr words a peer close as ngx cosockets do ("closed"), which is

@@ -67,7 +67,15 @@ func New(constructor func() any, log *slog.Logger) *Server {
 }
 
 // Serve accepts Kong's connections on ln until it fails.
+//
+// Kong closes the connection after every request that exits, so a
+// connection is a request. Each is served by a goroutine that has served
+// one before if one waits: a fresh goroutine would grow its stack again
+// for every request. There are never more goroutines than connections at
+// the busiest moment.
 func (s *Server) Serve(ln net.Listener) error {
+	idle := make(chan net.Conn) // unbuffered: only to a goroutine waiting
+	defer close(idle)
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -77,7 +85,18 @@ func (s *Server) Serve(ln net.Listener) error {
 			}
 			return fmt.Errorf("accept on %s: %w", ln.Addr(), err)
 		}
-		go s.ServeConn(c)
+		select {
+		case idle <- c:
+		default:
+			go s.serveConns(c, idle)
+		}
+	}
+}
+
+// serveConns serves c, then whatever connection Serve hands over next.
+func (s *Server) serveConns(c net.Conn, next <-chan net.Conn) {
+	for ok := true; ok; c, ok = <-next {
+		s.ServeConn(c)
 	}
 }
 

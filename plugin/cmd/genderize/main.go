@@ -24,9 +24,12 @@ import (
 
 func main() {
 	if path := os.Getenv("GENDERIZE_CPUPROFILE"); path != "" {
-		if err := profileUntilStopped(fmt.Sprintf("%s.%d", path, os.Getpid())); err != nil {
+		discard, err := profileUntilStopped(fmt.Sprintf("%s.%d", path, os.Getpid()))
+		if err != nil {
 			log.Fatalf("genderize plugin server: %v", err)
 		}
+		// Main returns only after -dump: no profile worth keeping.
+		defer discard()
 	}
 	if err := pluginserver.Main(plugin.New, plugin.Version, plugin.Priority); err != nil {
 		log.Fatalf("genderize plugin server: %v", err)
@@ -34,14 +37,16 @@ func main() {
 }
 
 // profileUntilStopped profiles the CPU until a stop signal, then writes the
-// profile and exits.
-func profileUntilStopped(path string) error {
+// profile and exits. discard stops profiling and removes the file.
+func profileUntilStopped(path string) (discard func(), err error) {
 	f, err := os.Create(path)
 	if err != nil {
-		return fmt.Errorf("cpu profile: %w", err)
+		return nil, fmt.Errorf("cpu profile: %w", err)
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
-		return fmt.Errorf("cpu profile %s: %w", path, err)
+		f.Close()
+		os.Remove(path)
+		return nil, fmt.Errorf("cpu profile %s: %w", path, err)
 	}
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
@@ -51,5 +56,9 @@ func profileUntilStopped(path string) error {
 		f.Close()
 		os.Exit(0)
 	}()
-	return nil
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+		os.Remove(path)
+	}, nil
 }

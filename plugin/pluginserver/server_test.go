@@ -3,6 +3,7 @@ package pluginserver
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -478,4 +479,92 @@ func TestPeerCloseIsQuiet(t *testing.T) {
 	if logs := s.logs.String(); logs != "" {
 		t.Fatalf("logged %q", logs)
 	}
+}
+
+// TestManyConnections: connections one after another and side by side, as
+// Kong opens one per request, each get their own answer: buffers and
+// goroutines passed from one connection to the next carry nothing over.
+func TestManyConnections(t *testing.T) {
+	s := startServer(t)
+	k := s.dial()
+	id := k.startInstance(2, `{"__seq__":5,"greeting":"hi"}`).InstanceId
+	const workers, perWorker = 8, 25
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perWorker {
+				query := fmt.Sprintf("w=%d&i=%d&pad=%s", w, i, strings.Repeat("x", (w*perWorker+i)*37%3000))
+				if err := exitOnce(s.path, id, query); err != nil {
+					errs <- fmt.Errorf("worker %d request %d: %w", w, i, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if logs := s.logs.String(); strings.Contains(logs, "level=ERROR") {
+		t.Errorf("errors logged: %s", logs)
+	}
+}
+
+// exitOnce plays one access event on a fresh connection and checks that
+// the exit carries this request's query.
+func exitOnce(path string, id int32, query string) error {
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	send := func(m proto.Message) error {
+		data, err := proto.Marshal(m)
+		if err != nil {
+			return err
+		}
+		_, err = c.Write(append(binary.LittleEndian.AppendUint32(nil, uint32(len(data))), data...))
+		return err
+	}
+	recv := func() ([]byte, error) {
+		var hdr [4]byte
+		if _, err := io.ReadFull(c, hdr[:]); err != nil {
+			return nil, err
+		}
+		data := make([]byte, binary.LittleEndian.Uint32(hdr[:]))
+		_, err := io.ReadFull(c, data)
+		return data, err
+	}
+	if err := send(&pb.RpcCall{Sequence: 1, Call: &pb.RpcCall_CmdHandleEvent{CmdHandleEvent: &pb.CmdHandleEvent{InstanceId: id, EventName: "access"}}}); err != nil {
+		return err
+	}
+	if m, err := recv(); err != nil || string(m) != "kong.request.get_raw_query" {
+		return fmt.Errorf("first call %q: %v", m, err)
+	}
+	if _, err := recv(); err != nil {
+		return err
+	}
+	if err := send(&pb.String{V: query}); err != nil {
+		return err
+	}
+	if m, err := recv(); err != nil || string(m) != "kong.response.exit" {
+		return fmt.Errorf("second call %q: %v", m, err)
+	}
+	data, err := recv()
+	if err != nil {
+		return err
+	}
+	var exit pb.ExitArgs
+	if err := proto.Unmarshal(data, &exit); err != nil {
+		return err
+	}
+	if want := "hi " + query; string(exit.Body) != want {
+		return fmt.Errorf("exit body %.40q..., want %.40q...", exit.Body, want)
+	}
+	return nil
 }

@@ -2,7 +2,7 @@
 // genderize.io API from Kong's access phase, with quotas per plan and per
 // client IP, without any upstream service.
 //
-// Kong talks to it through go-pdk's plugin server (see cmd/genderize). Every
+// Kong talks to it through package pluginserver (see cmd/genderize). Every
 // PDK call is a round trip to Kong, so a request costs at most four: the
 // consumer, the raw query, the client IP (key-less callers only) and the
 // exit carrying status, body and every header.
@@ -89,7 +89,7 @@ func (p *Plans) UnmarshalJSON(b []byte) error {
 }
 
 // New returns a Config holding the defaults; Kong's configuration is decoded
-// over it. It is the constructor given to go-pdk's server.
+// over it. It is the constructor given to the plugin server.
 func New() any {
 	return &Config{
 		DatabasePath:      "/usr/local/share/genderize/names.db",

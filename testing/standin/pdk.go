@@ -100,6 +100,34 @@ func decode[T any, P interface {
 	return m, nil
 }
 
+// setKV stores a KV argument in *m, creating the map on first use: the
+// per-request tables of kong.ctx.shared, ngx.ctx and the log serializer.
+func setKV(m *map[string]any, args []byte) (proto.Message, error) {
+	kv, err := decode[pb.KV](args)
+	if err != nil {
+		return nil, err
+	}
+	if *m == nil {
+		*m = map[string]any{}
+	}
+	(*m)[kv.K] = kv.V.AsInterface()
+	return nil, nil
+}
+
+// getKV answers the value stored under a String argument, nil (Lua nil)
+// when there is none.
+func getKV(m map[string]any, args []byte) (proto.Message, error) {
+	k, err := decode[pb.String](args)
+	if err != nil {
+		return nil, err
+	}
+	v, ok := m[k.V]
+	if !ok {
+		return nil, nil
+	}
+	return structpb.NewValue(v)
+}
+
 func consumerMessage(c *Consumer) proto.Message {
 	if c == nil {
 		return nil
@@ -191,25 +219,9 @@ func (x *Exchange) dispatch(method string, args []byte) (proto.Message, error) {
 
 	// kong.ctx
 	case "kong.ctx.shared.set":
-		kv, err := decode[pb.KV](args)
-		if err != nil {
-			return nil, err
-		}
-		if x.shared == nil {
-			x.shared = map[string]any{}
-		}
-		x.shared[kv.K] = kv.V.AsInterface()
-		return nil, nil
+		return setKV(&x.shared, args)
 	case "kong.ctx.shared.get":
-		k, err := decode[pb.String](args)
-		if err != nil {
-			return nil, err
-		}
-		v, ok := x.shared[k.V]
-		if !ok {
-			return nil, nil
-		}
-		return structpb.NewValue(v)
+		return getKV(x.shared, args)
 
 	// kong.ip
 	case "kong.ip.is_trusted":
@@ -234,15 +246,7 @@ func (x *Exchange) dispatch(method string, args []byte) (proto.Message, error) {
 		x.log.Log(nil, kongLogLevel(method), sb.String(), "plugin", "genderize", "kong_level", method[len("kong.log."):])
 		return nil, nil
 	case "kong.log.set_serialize_value":
-		kv, err := decode[pb.KV](args)
-		if err != nil {
-			return nil, err
-		}
-		if x.serialize == nil {
-			x.serialize = map[string]any{}
-		}
-		x.serialize[kv.K] = kv.V.AsInterface()
-		return nil, nil
+		return setKV(&x.serialize, args)
 	case "kong.log.serialize":
 		b, err := json.Marshal(x.serialized())
 		if err != nil {
@@ -264,25 +268,9 @@ func (x *Exchange) dispatch(method string, args []byte) (proto.Message, error) {
 	case "kong.nginx.get_tls1_version_str":
 		return nil, nil
 	case "kong.nginx.set_ctx":
-		kv, err := decode[pb.KV](args)
-		if err != nil {
-			return nil, err
-		}
-		if x.ngxCtx == nil {
-			x.ngxCtx = map[string]any{}
-		}
-		x.ngxCtx[kv.K] = kv.V.AsInterface()
-		return nil, nil
+		return setKV(&x.ngxCtx, args)
 	case "kong.nginx.get_ctx":
-		k, err := decode[pb.String](args)
-		if err != nil {
-			return nil, err
-		}
-		v, ok := x.ngxCtx[k.V]
-		if !ok {
-			return nil, nil
-		}
-		return structpb.NewValue(v)
+		return getKV(x.ngxCtx, args)
 	case "kong.nginx.req_start_time":
 		return &pb.Number{V: float64(r.StartTime.UnixMilli()) / 1000}, nil
 	case "kong.nginx.get_subsystem":

@@ -371,35 +371,17 @@ func TestSubscriptions(t *testing.T) {
 	}
 }
 
-// TestFreePlanExhaustion uses up the free plan's 2,500 names with the
-// demo key and checks both 429s and that refusals consume nothing.
-func TestFreePlanExhaustion(t *testing.T) {
-	e := newEnv(t, envConfig{})
-	c := caller{key: "demo-free-key", ip: e.ip(), limit: 2500, month: true}
-	hundred := batchQuery(repeatNames(100)...)
-	for i := range 24 {
-		r := e.get(t, c, hundred)
-		if r.status != 200 {
-			t.Fatalf("batch %d: status %d %s", i, r.status, r.body)
-		}
-		checkHeaders(t, r, c, 2500-100*(i+1))
-	}
-	steps := []struct {
-		name, query string
-		status      int
-		err         string
-		remaining   int
-	}{
-		{"101 names is a 422, not a 429", batchQuery(repeatNames(101)...), 422, errInvalidName, 100},
-		{"50 names", batchQuery(repeatNames(50)...), 200, "", 50},
-		{"more names than remain", hundred, 429, errTooLow, 50},
-		{"51 names than 50 remain", batchQuery(repeatNames(51)...), 429, errTooLow, 50},
-		{"exactly what remains", batchQuery(repeatNames(50)...), 200, "", 0},
-		{"limit reached", "name=peter", 429, errLimitReached, 0},
-		{"limit reached for a batch", hundred, 429, errLimitReached, 0},
-		{"422 before 429", "name=", 422, errInvalidName, 0},
-		{"missing name before 429", "", 422, errMissingName, 0},
-	}
+// quotaStep is one request of a sequence against one caller's window.
+type quotaStep struct {
+	name, query string
+	status      int
+	err         string // the error body's message when status is not 200
+	remaining   int    // X-Rate-Limit-Remaining after the request
+}
+
+// runSteps sends the steps in order, each a subtest.
+func runSteps(t *testing.T, e *env, c caller, steps []quotaStep) {
+	t.Helper()
 	for _, s := range steps {
 		t.Run(s.name, func(t *testing.T) {
 			r := e.get(t, c, s.query)
@@ -415,16 +397,38 @@ func TestFreePlanExhaustion(t *testing.T) {
 	}
 }
 
+// TestFreePlanExhaustion uses up the free plan's 2,500 names with the
+// demo key and checks both 429s and that refusals consume nothing.
+func TestFreePlanExhaustion(t *testing.T) {
+	e := newEnv(t, envConfig{})
+	c := caller{key: "demo-free-key", ip: e.ip(), limit: 2500, month: true}
+	hundred := batchQuery(repeatNames(100)...)
+	for i := range 24 {
+		r := e.get(t, c, hundred)
+		if r.status != 200 {
+			t.Fatalf("batch %d: status %d %s", i, r.status, r.body)
+		}
+		checkHeaders(t, r, c, 2500-100*(i+1))
+	}
+	steps := []quotaStep{
+		{"101 names is a 422, not a 429", batchQuery(repeatNames(101)...), 422, errInvalidName, 100},
+		{"50 names", batchQuery(repeatNames(50)...), 200, "", 50},
+		{"more names than remain", hundred, 429, errTooLow, 50},
+		{"51 names than 50 remain", batchQuery(repeatNames(51)...), 429, errTooLow, 50},
+		{"exactly what remains", batchQuery(repeatNames(50)...), 200, "", 0},
+		{"limit reached", "name=peter", 429, errLimitReached, 0},
+		{"limit reached for a batch", hundred, 429, errLimitReached, 0},
+		{"422 before 429", "name=", 422, errInvalidName, 0},
+		{"missing name before 429", "", 422, errMissingName, 0},
+	}
+	runSteps(t, e, c, steps)
+}
+
 // TestIPLimit exhausts a key-less client IP's daily names.
 func TestIPLimit(t *testing.T) {
 	e := newEnv(t, envConfig{})
 	c := e.keylessCaller()
-	steps := []struct {
-		name, query string
-		status      int
-		err         string
-		remaining   int
-	}{
+	steps := []quotaStep{
 		{"60 names", batchQuery(repeatNames(60)...), 200, "", 40},
 		{"more names than remain", batchQuery(repeatNames(50)...), 429, errTooLow, 40},
 		{"exactly what remains", batchQuery(repeatNames(40)...), 200, "", 0},
@@ -432,19 +436,7 @@ func TestIPLimit(t *testing.T) {
 		{"invalid key still 401 on the IP window", "name=peter&apikey=nope", 401, errInvalidKey, 0},
 		{"422 before 429", "name=%00", 422, errInvalidName, 0},
 	}
-	for _, s := range steps {
-		t.Run(s.name, func(t *testing.T) {
-			r := e.get(t, c, s.query)
-			if s.status == 200 {
-				if r.status != 200 {
-					t.Fatalf("status %d %s", r.status, r.body)
-				}
-			} else {
-				checkError(t, r, s.status, s.err)
-			}
-			checkHeaders(t, r, c, s.remaining)
-		})
-	}
+	runSteps(t, e, c, steps)
 	t.Run("another IP has its own window", func(t *testing.T) {
 		other := e.keylessCaller()
 		r := e.get(t, other, "name=peter")

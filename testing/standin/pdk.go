@@ -100,6 +100,19 @@ func decode[T any, P interface {
 	return m, nil
 }
 
+// maxArgs reads the max_args argument of get_query and get_headers; none
+// (or a non-positive one) means Kong's default, 100.
+func maxArgs(args []byte) (int, error) {
+	max, err := decode[pb.Int](args)
+	if err != nil {
+		return 0, err
+	}
+	if max.V <= 0 {
+		return 100, nil
+	}
+	return int(max.V), nil
+}
+
 // setKV stores a KV argument in *m, creating the map on first use: the
 // per-request tables of kong.ctx.shared, ngx.ctx and the log serializer.
 func setKV(m *map[string]any, args []byte) (proto.Message, error) {
@@ -330,13 +343,9 @@ func (x *Exchange) dispatch(method string, args []byte) (proto.Message, error) {
 		// carries its first value.
 		return str(vs[0].value), nil
 	case "kong.request.get_query":
-		max, err := decode[pb.Int](args)
+		limit, err := maxArgs(args)
 		if err != nil {
 			return nil, err
-		}
-		limit := int(max.V)
-		if limit <= 0 {
-			limit = 100
 		}
 		m := map[string]any{}
 		for k, vs := range ngxURIArgs(x.rawQuery, limit) {
@@ -366,13 +375,9 @@ func (x *Exchange) dispatch(method string, args []byte) (proto.Message, error) {
 		}
 		return str(vs[0]), nil
 	case "kong.request.get_headers":
-		max, err := decode[pb.Int](args)
+		limit, err := maxArgs(args)
 		if err != nil {
 			return nil, err
-		}
-		limit := int(max.V)
-		if limit <= 0 {
-			limit = 100
 		}
 		return headerStruct(r.Header, limit)
 	case "kong.request.get_raw_body":

@@ -401,3 +401,7 @@ func SharedLocal(path string) (*Local, error) {
 	sharedLocal[abs] = s
 	return s, nil
 }
+
+func init() {
+	Register("local", func(o Options) (Store, error) { return SharedLocal(o.Path) })
+}

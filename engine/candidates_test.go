@@ -19,23 +19,41 @@ func TestCandidates(t *testing.T) {
 		{"Smith,", []string{"smith", "~smith"}},
 		{"Maria Carmen Lopez", []string{"maria carmen lopez", "~maria carmen lopez", "maria carmen", "~maria carmen", "maria", "~maria"}},
 		{"Marie-Claire Dubois", []string{"marie-claire dubois", "~marie claire dubois", "marie-claire", "~marie claire", "marie", "~marie"}},
-		{"J. Robert Oppenheimer", []string{"j. robert oppenheimer", "~j robert oppenheimer", "robert oppenheimer", "~robert oppenheimer", "robert", "~robert"}},
-		{"J.", []string{"j", "~j"}},
+		{"J. Robert Oppenheimer", []string{"j. robert oppenheimer", "~j robert oppenheimer", "robert", "~robert"}},
+		{"J.", nil},
+		{"j", nil},
+		{"J. Smith", []string{"j. smith", "~j smith"}},
+		{"Smith, J.", nil},
+		{"Smith, J. Robert", []string{"robert", "~robert"}},
+		{"John F. Kennedy", []string{"john f. kennedy", "~john f kennedy", "john", "~john"}},
+		{"Ludwig van Beethoven", []string{"ludwig van beethoven", "~ludwig van beethoven", "ludwig", "~ludwig"}},
+		{"Nagy Anna", []string{"nagy anna", "~nagy anna", "anna", "~anna"}},
+		{"Anna Nagy", []string{"anna nagy", "~anna nagy", "anna", "~anna"}},
+		{"Wang Xiaoming", []string{"wang xiaoming", "~wang xiaoming", "xiaoming", "~xiaoming"}},
+		{"Xiao-Ming Wang", []string{"xiao-ming wang", "~xiao ming wang", "xiaoming", "~xiaoming", "xiao-ming", "~xiao ming"}},
+		{"Xiao-Ming", []string{"xiao-ming", "~xiao ming", "xiaoming", "~xiaoming"}},
+		{"Min Jun", []string{"min jun", "~min jun", "minjun", "~minjun"}},
+		{"Kim Smith", []string{"kim smith", "~kim smith", "kim", "~kim"}},
+		{"Yuuko Tanaka", []string{"yuuko tanaka", "~yuuko tanaka", "yuuko", "~yuuko", "yuko", "~yuko"}},
+		{"Yūko", []string{"yūko", "~yuko"}},
+		{"Jean-Pierre", []string{"jean-pierre", "~jean pierre", "jean", "~jean"}},
+		{"Γιώργος", []string{"γιώργοσ", "~γιωργοσ", "giorgos", "~giorgos"}},
+		{"Wang Wei", []string{"wang wei", "~wang wei", "wei", "~wei"}},
 		{"Dubois, Jean-Pierre", []string{"jean-pierre", "~jean pierre", "jean", "~jean"}},
-		{"Николай Петров", []string{"николай петров", "~николай петров", "николай", "~николай"}},
+		{"Николай Петров", []string{"николай петров", "~николай петров", "николай", "~николай", "nikolay", "~nikolay", "nikolai", "~nikolai", "nikolaj", "~nikolaj"}},
 		{"李伟", []string{"李伟", "~李伟"}},
-		{"Mr. John Smith", []string{"mr. john smith", "~mr john smith", "john smith", "~john smith", "john", "~john"}},
+		{"Mr. John Smith", []string{"mr. john smith", "~mr john smith", "john", "~john"}},
 		{"Dr Maria", []string{"dr maria", "~dr maria", "maria", "~maria"}},
 		{"Dr", []string{"dr", "~dr"}},
 		{"DUPONT Jean-Pierre", []string{"dupont jean-pierre", "~dupont jean pierre", "dupont", "~dupont", "jean-pierre", "~jean pierre", "jean", "~jean"}},
 		{"JEAN Dupont", []string{"jean dupont", "~jean dupont", "jean", "~jean", "dupont", "~dupont"}},
 		{"MARIA CARMEN", []string{"maria carmen", "~maria carmen", "maria", "~maria"}},
-		{"J. DUPONT Jean", []string{"j. dupont jean", "~j dupont jean", "dupont jean", "~dupont jean", "dupont", "~dupont"}},
+		{"J. DUPONT Jean", []string{"j. dupont jean", "~j dupont jean", "dupont", "~dupont"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []string
-			for _, c := range candidates(tt.name, namekey.Key(tt.name), nil) {
+			for _, c := range makePlan(tt.name, namekey.Key(tt.name), nil).cands {
 				if c.folded {
 					got = append(got, "~"+c.key)
 				} else {
@@ -66,30 +84,30 @@ func TestDecide(t *testing.T) {
 		cands []candidate
 		want  answer
 	}{
-		{[]candidate{{"maria", false}}, answer{Female, 0.98, 100}},
-		{[]candidate{{"andrea", false}}, answer{"", 0.5, 100}},
-		{[]candidate{{"josé", false}, {"jose", true}}, answer{Male, 1, 300}},
-		{[]candidate{{"jorge", false}, {"jose", false}}, answer{Male, 0.99, 200}},
+		{[]candidate{{key: "maria"}}, answer{Female, 0.98, 100}},
+		{[]candidate{{key: "andrea"}}, answer{"", 0.5, 100}},
+		{[]candidate{{key: "josé", folded: false}, {key: "jose", folded: true}}, answer{Male, 1, 300}},
+		{[]candidate{{key: "jorge", folded: false}, {key: "jose", folded: false}}, answer{Male, 0.99, 200}},
 		// A folded key without a folded row reads the exact row.
-		{[]candidate{{"mariá", false}, {"maria", true}}, answer{Female, 0.98, 100}},
-		{[]candidate{{"nobody", false}}, answer{}},
+		{[]candidate{{key: "mariá", folded: false}, {key: "maria", folded: true}}, answer{Female, 0.98, 100}},
+		{[]candidate{{key: "nobody", folded: false}}, answer{}},
 		{nil, answer{}},
 		// Weak compound yields to the given name, strong one answers.
-		{[]candidate{{"riley breanna", false}, {"riley", false}}, answer{Female, 0.6, 100}},
-		{[]candidate{{"zoe anne", false}, {"zoe", false}}, answer{Female, 1, 3}},
-		{[]candidate{{"maria carmen", false}, {"maria", false}}, answer{Female, 1, 641}},
-		{[]candidate{{"luc", false}}, answer{Male, 1, 10}},
+		{[]candidate{{key: "riley breanna", folded: false}, {key: "riley", folded: false}}, answer{Female, 0.6, 100}},
+		{[]candidate{{key: "zoe anne", folded: false}, {key: "zoe", folded: false}}, answer{Female, 1, 3}},
+		{[]candidate{{key: "maria carmen", folded: false}, {key: "maria"}}, answer{Female, 1, 641}},
+		{[]candidate{{key: "luc", folded: false}}, answer{Male, 1, 10}},
 	}
 	for _, tt := range tests {
-		if got := decide(tt.cands, rows, "FR"); got != tt.want {
+		if got := decide(&plan{cands: tt.cands, evidence: 1}, rows, "FR"); got != tt.want {
 			t.Errorf("decide(%v) = %+v, want %+v", tt.cands, got, tt.want)
 		}
 	}
-	luc := []candidate{{"luc", false}}
-	if got := decide(luc, rows, ""); got != (answer{Male, 1, 10}) {
+	luc := []candidate{{key: "luc", folded: false}}
+	if got := decide(&plan{cands: luc, evidence: 1}, rows, ""); got != (answer{Male, 1, 10}) {
 		t.Errorf("luc, global: %+v", got)
 	}
-	if got := decide(luc, rows, "BE"); got != (answer{}) {
+	if got := decide(&plan{cands: luc, evidence: 1}, rows, "BE"); got != (answer{}) {
 		t.Errorf("luc in BE, where it is not found: %+v", got)
 	}
 }

@@ -53,6 +53,8 @@ type Engine struct {
 	cache  *ristretto.Cache[string, answer] // nil when disabled
 	stmts  []*sql.Stmt                      // stmts[i] looks up batchSizes[i] keys
 	shared bool
+	extra  extraStmts // lookups with (key, country) pairs, prepared on first use
+	spell  speller    // Latin spellings of abjad names, built on first use
 }
 
 // batchSizes are the sizes of the prepared IN (...) lists; a lookup of n
@@ -200,6 +202,7 @@ func (e *Engine) Close() error {
 	for _, s := range e.stmts {
 		s.Close()
 	}
+	e.extra.close()
 	if e.cache != nil {
 		e.cache.Close()
 	}
@@ -213,7 +216,7 @@ func (e *Engine) Close() error {
 type pending struct {
 	index    int
 	cacheKey string
-	cands    []candidate
+	plan     plan
 }
 
 type rowKey struct {
@@ -252,6 +255,7 @@ func (e *Engine) Predict(names []string, country string) ([]Prediction, error) {
 	out := make([]Prediction, len(names))
 	var misses []pending
 	var keys []string
+	var pairs []pair
 	for i, name := range names {
 		out[i] = Prediction{Name: name, CountryID: country}
 		key := namekey.Key(name)
@@ -265,21 +269,24 @@ func (e *Engine) Predict(names []string, country string) ([]Prediction, error) {
 				continue
 			}
 		}
-		p := pending{index: i, cacheKey: ck, cands: candidates(name, key, make([]candidate, 0, 4))}
-		for _, c := range p.cands {
+		p := pending{index: i, cacheKey: ck, plan: makePlan(name, key, e.spelling)}
+		for _, c := range p.plan.cands {
 			keys = append(keys, c.key)
+		}
+		if country == "" {
+			pairs = p.plan.appendPairs(pairs)
 		}
 		misses = append(misses, p)
 	}
 	if len(misses) == 0 {
 		return out, nil
 	}
-	rows, err := e.lookup(country, dedupe(keys))
+	rows, err := e.lookup(country, dedupe(keys), pairs)
 	if err != nil {
 		return nil, err
 	}
 	for _, p := range misses {
-		a := decide(p.cands, rows, country)
+		a := decide(&p.plan, rows, country)
 		a.fill(&out[p.index])
 		if e.cache != nil {
 			e.cache.Set(p.cacheKey, a, 1)
@@ -297,25 +304,30 @@ const minCompoundRecords = 10
 
 // decide answers from the first candidate with data; a multi-word key with
 // less than minCompoundRecords records answers only when no later
-// candidate has data.
-func decide(cands []candidate, rows map[rowKey]row, country string) answer {
+// candidate has data. Of the candidates of one group (spellings of a name
+// in another script), the one with the most records answers. The answer
+// then takes in what the rest of the name says (see plan.adjust).
+func decide(p *plan, rows map[rowKey]row, country string) answer {
 	var weak answer
-	for _, c := range cands {
-		r, ok := find(rows, c.key, c.folded, country)
-		if !ok && c.folded {
-			r, ok = find(rows, c.key, false, country)
+	cands := p.cands
+	for i := 0; i < len(cands); i++ {
+		c := cands[i]
+		r, ok := findCandidate(rows, c, country)
+		if c.group > 0 {
+			// The best-supported spelling of the group.
+			for i+1 < len(cands) && cands[i+1].group == c.group {
+				i++
+				if r2, ok2 := findCandidate(rows, cands[i], country); ok2 && (!ok || r2.female+r2.male > r.female+r.male) {
+					r, ok, c = r2, true, cands[i]
+				}
+			}
 		}
 		if !ok || r.female+r.male <= 0 {
 			continue
 		}
-		a := answer{count: r.female + r.male}
-		switch {
-		case r.share > 0.5:
-			a.gender, a.probability = Female, round2(r.share)
-		case r.share < 0.5:
-			a.gender, a.probability = Male, round2(1-r.share)
-		default:
-			a.probability = 0.5
+		a, ok := p.adjust(c, r, rows, country)
+		if !ok {
+			return answer{}
 		}
 		if a.count < minCompoundRecords && strings.Contains(c.key, " ") {
 			if weak.count == 0 {
@@ -326,6 +338,30 @@ func decide(cands []candidate, rows map[rowKey]row, country string) answer {
 		return a
 	}
 	return weak
+}
+
+// findCandidate returns the row of a candidate: its folded row, else its
+// exact row.
+func findCandidate(rows map[rowKey]row, c candidate, country string) (row, bool) {
+	r, ok := find(rows, c.key, c.folded, country)
+	if !ok && c.folded {
+		r, ok = find(rows, c.key, false, country)
+	}
+	return r, ok
+}
+
+// answerOf is the answer a female share and a count give.
+func answerOf(share float64, count int64) answer {
+	a := answer{count: count}
+	switch {
+	case share > 0.5:
+		a.gender, a.probability = Female, round2(share)
+	case share < 0.5:
+		a.gender, a.probability = Male, round2(1-share)
+	default:
+		a.probability = 0.5
+	}
+	return a
 }
 
 func round2(x float64) float64 { return math.Round(x*100) / 100 }
@@ -350,27 +386,52 @@ func dedupe(keys []string) []string {
 }
 
 // lookup reads every row of keys in country and in the global model, both
-// forms, in as few queries as the prepared sizes allow.
-func (e *Engine) lookup(country string, keys []string) (map[rowKey]row, error) {
+// forms, and the rows of pairs, in as few queries as the prepared sizes
+// allow (one for up to 1024 keys).
+func (e *Engine) lookup(country string, keys []string, pairs []pair) (map[rowKey]row, error) {
 	rows := make(map[rowKey]row, len(keys))
 	maxBatch := batchSizes[len(batchSizes)-1]
 	args := make([]any, 0, 1+min(len(keys), maxBatch))
-	for len(keys) > 0 {
+	for len(keys) > 0 || len(pairs) > 0 {
 		chunk := keys[:min(len(keys), maxBatch)]
 		keys = keys[len(chunk):]
-		size := 0
-		for size < len(batchSizes)-1 && batchSizes[size] < len(chunk) {
-			size++
-		}
+		pchunk := pairs[:min(len(pairs), maxBatch)]
+		pairs = pairs[len(pchunk):]
+		size := sizeFor(max(len(chunk), 1))
 		args = append(args[:0], country)
 		for i := 0; i < batchSizes[size]; i++ {
+			if len(chunk) == 0 {
+				args = append(args, "")
+				continue
+			}
 			args = append(args, chunk[min(i, len(chunk)-1)])
 		}
-		if err := e.query(e.stmts[size], args, rows); err != nil {
+		stmt := e.stmts[size]
+		if len(pchunk) > 0 {
+			psize := sizeFor(len(pchunk))
+			var err error
+			if stmt, err = e.pairStmt(size, psize); err != nil {
+				return nil, fmt.Errorf("names db %s: prepare lookup: %w", e.path, err)
+			}
+			for i := 0; i < batchSizes[psize]; i++ {
+				p := pchunk[min(i, len(pchunk)-1)]
+				args = append(args, p.key, p.country)
+			}
+		}
+		if err := e.query(stmt, args, rows); err != nil {
 			return nil, fmt.Errorf("names db %s: lookup: %w", e.path, err)
 		}
 	}
 	return rows, nil
+}
+
+// sizeFor returns the index of the smallest prepared size that holds n.
+func sizeFor(n int) int {
+	size := 0
+	for size < len(batchSizes)-1 && batchSizes[size] < n {
+		size++
+	}
+	return size
 }
 
 func (e *Engine) query(stmt *sql.Stmt, args []any, into map[rowKey]row) error {

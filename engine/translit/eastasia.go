@@ -193,3 +193,61 @@ func romajiSyllable(s string) int {
 }
 
 func isVowel(c byte) bool { return c == 'a' || c == 'e' || c == 'i' || c == 'o' || c == 'u' }
+
+// Syllables returns how many East Asian syllables word, one Latin word,
+// is made of, 0 when it is not made of them: pinyin (xiaoming: 2), the
+// Revised Romanization of Korean (seoyeon: 2) or Wade-Giles and Hong Kong
+// spellings (hsiao, kwok). The sets are permissive (any initial with any
+// final), so many short Western names parse too ("anna" is an + na):
+// callers use it only with other evidence, an East Asian surname or a
+// given name split into single syllables.
+func Syllables(word string) int {
+	n := len(word)
+	if n == 0 || n > 24 {
+		return 0
+	}
+	// best[i]: fewest syllables covering word[:i], -1 when none do.
+	var best [25]int
+	for i := 1; i <= n; i++ {
+		best[i] = -1
+		for j := max(0, i-7); j < i; j++ {
+			if (j == 0 || best[j] > 0) && eaSyllable(word[j:i]) {
+				if c := best[j] + 1; best[i] < 0 || c < best[i] {
+					best[i] = c
+				}
+			}
+		}
+	}
+	return max(best[n], 0)
+}
+
+var eaInitials = strings.Fields("b p m f d t n l g k h j q x zh ch sh r z c s y w kk tt pp ss jj hs ts ts")
+
+var eaFinals = func() map[string]bool {
+	m := map[string]bool{}
+	for _, f := range strings.Fields("a o e i u v ai ei ao ou an en ang eng ong er ia ie iao iu ian in iang " +
+		"ing iong ua uo uai ui uan un uang ue ve uen ueng " +
+		// Korean vowels and codas
+		"ae ya yae eo yeo ye wa wae oe yo wo we wi yu eu " +
+		"ak an al am ap at ang ik il im ip it ok on ol om op ot uk ul um up ut " +
+		"euk eun eul eum eup eung eok eon eol eom eop eong yeok yeon yeol yeom yeop yeong " +
+		"yak yang yok yong yuk yun yul yung wan wang won wol wook ook oon ool " +
+		"aek aeng yeon ek el em ep eng ih im ing oi oong uen un ung " +
+		// Wade-Giles and Cantonese spellings
+		"ieh ueh uei ung iung ee oo oy ai au oi ui ou ok uk ing eung eong") {
+		m[f] = true
+	}
+	return m
+}()
+
+func eaSyllable(s string) bool {
+	if eaFinals[s] {
+		return true
+	}
+	for _, in := range eaInitials {
+		if len(s) > len(in) && strings.HasPrefix(s, in) && eaFinals[s[len(in):]] {
+			return true
+		}
+	}
+	return false
+}

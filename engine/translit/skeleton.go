@@ -151,11 +151,13 @@ func Skeletons(key string) []string {
 				reads = append(reads, "V")
 			case l.cons == "" && r != 'ع' && r != 'ע':
 				// alef: a long a, spelled a (Fatima) or aa (Faatima).
-				reads = append(reads, "", ".")
+				reads = append(reads, ",", ".")
 			default:
 				// a long vowel spelled with two letters (Mahmoud) or one
-				// (Yosef); the Latin skeleton keeps the first as "."
-				reads = append(reads, ".", "")
+				// (Yosef); the Latin skeleton keeps the first as ".",
+				// the second as nothing (the "," only keeps the
+				// consonants around it apart, as the vowel does in Latin).
+				reads = append(reads, ".", ",")
 			}
 		}
 		for j := 0; j < len(l.cons); j++ {
@@ -179,6 +181,9 @@ func Skeletons(key string) []string {
 		}
 		out = next
 	}
+	for i, o := range out {
+		out[i] = strings.ReplaceAll(o, ",", "")
+	}
 	return dedupeStrings(out)
 }
 
@@ -189,7 +194,7 @@ func join(s, read string) string {
 	if read == "" {
 		return s
 	}
-	if read == "." && (s == "" || strings.HasSuffix(s, ".") || strings.HasSuffix(s, "V")) {
+	if (read == "." || read == ",") && (s == "" || strings.HasSuffix(s, ".") || strings.HasSuffix(s, ",") || strings.HasSuffix(s, "V")) {
 		return s
 	}
 	if strings.HasSuffix(s, "V") && read == "V" {

@@ -93,7 +93,10 @@ func TestSkeletons(t *testing.T) {
 }
 
 func TestRomaji(t *testing.T) {
-	tests := []struct{ key, short string; romaji bool }{
+	tests := []struct {
+		key, short string
+		romaji     bool
+	}{
 		{"yuuko", "yuko", true},
 		{"kouhei", "kohei", true},
 		{"yuko", "", true},
@@ -122,6 +125,18 @@ func TestScriptOf(t *testing.T) {
 	for k, want := range tests {
 		if got := ScriptOf(k); got != want {
 			t.Errorf("ScriptOf(%q) = %v, want %v", k, got, want)
+		}
+	}
+}
+
+func TestSyllables(t *testing.T) {
+	tests := map[string]int{
+		"xiaoming": 2, "ming": 1, "seoyeon": 2, "minjun": 2, "jiahao": 2, "wei": 1, "hsiao": 1,
+		"zhang": 1, "john": 0, "christopher": 0, "elizabeth": 0, "": 0,
+	}
+	for w, want := range tests {
+		if got := Syllables(w); got != want {
+			t.Errorf("Syllables(%q) = %d, want %d", w, got, want)
 		}
 	}
 }

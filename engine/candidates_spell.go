@@ -1,0 +1,89 @@
+package engine
+
+import (
+	"log/slog"
+	"sync"
+
+	"github.com/genderize-kong/genderize/engine/translit"
+)
+
+// abjadCountries are the countries where names are written in Arabic
+// script (and Persian, Urdu, Pashto): the Latin names of their data, the
+// way their people's names are spelled in Latin, are the spellings offered
+// for names sent in that script. Drawn from all Latin names instead, the
+// best-supported name with the same consonants is too often a Western one
+// (سامر, Samer, read as Summer; فرانک, Faranak, as Frank).
+const abjadCountries = "'AE','BH','DZ','EG','IQ','JO','KW','LB','LY','MA','OM','PS','QA','SA','SD','SY'," +
+	"'TN','YE','IR','AF','PK','MR','TJ','AZ','BD','KM','SO','DJ'"
+
+// speller finds the Latin spelling of a name written in Arabic script: of the
+// Latin names of abjadCountries with one of its skeletons (see
+// translit.Skeletons), the one with the most records in those countries. Its index holds one key per
+// skeleton and is built from the global rows on the first abjad name an
+// engine sees, in one scan of the names table, so that opening an engine
+// stays fast.
+type speller struct {
+	once  sync.Once
+	index map[string]spelling // skeleton -> the best-supported Latin key
+}
+
+type spelling struct {
+	key     string
+	records int64
+}
+
+// spelling returns the Latin key to try for an abjad key (one word), or
+// "" when there is none.
+func (e *Engine) spelling(key string) string {
+	// Hebrew names are answered in their own script (the Israeli data is
+	// written in it); matched to the Arabic-world Latin names they did
+	// worse than not at all (faker's he: 3 right, 6 wrong more).
+	if translit.ScriptOf(key) != translit.Arabic {
+		return ""
+	}
+	skels := translit.Skeletons(key)
+	if len(skels) == 0 {
+		return ""
+	}
+	e.spell.once.Do(func() { e.spell.index = e.buildSpellIndex() })
+	// The skeletons come likeliest reading first; the first one found
+	// answers (a long vowel read as such before read as nothing).
+	for _, s := range skels {
+		if sp, ok := e.spell.index[s]; ok {
+			return sp.key
+		}
+	}
+	return ""
+}
+
+func (e *Engine) buildSpellIndex() map[string]spelling {
+	index := map[string]spelling{}
+	rs, err := e.db.Query(`SELECT key, sum(female + male) FROM names WHERE form = 0 AND (country IN (` +
+		abjadCountries + `) OR country = '' AND sole IN (` + abjadCountries + `)) GROUP BY key`)
+	if err != nil {
+		// The engine still answers everything else; abjad names then get
+		// no Latin spelling.
+		slog.Error("names db: build the spelling index", "path", e.path, "err", err)
+		return index
+	}
+	defer rs.Close()
+	for rs.Next() {
+		var key string
+		var n int64
+		if err := rs.Scan(&key, &n); err != nil {
+			slog.Error("names db: build the spelling index", "path", e.path, "err", err)
+			return index
+		}
+		s := translit.LatinSkeleton(key)
+		if s == "" {
+			continue
+		}
+		if old, ok := index[s]; !ok || n > old.records {
+			index[s] = spelling{key, n}
+		}
+	}
+	if err := rs.Err(); err != nil {
+		slog.Error("names db: build the spelling index", "path", e.path, "err", err)
+	}
+	return index
+}

@@ -21,6 +21,12 @@ type candidate struct {
 	whole bool
 }
 
+// Candidate groups.
+const (
+	translitGroup = 1 + iota
+	romajiGroup
+)
+
 // maxCandidates bounds the keys tried for one name (see candidates).
 const maxCandidates = 24
 
@@ -122,7 +128,9 @@ func makePlan(name, key string, spell func(string) string) plan {
 	}
 
 	words, sur, comma := splitName(key)
-	if !comma {
+	if !comma && !(len(words) == 1 && translit.RomajiShort(namekey.Fold(key)) != "") {
+		// (A romaji name with long vowels is tried below with its short
+		// spelling, the best-supported of the two answering.)
 		add(key, 0, true)
 	}
 	capsFirst := !comma && len(words) > 1 && surnameFirst(name)
@@ -140,7 +148,7 @@ func makePlan(name, key string, spell func(string) string) plan {
 			// surname, or both could be one).
 		case tl == surname.None && len(words) <= 3 && (tf == surname.Hungarian ||
 			tf == surname.Japanese && translit.IsRomaji(namekey.Fold(words[1])) ||
-			(tf == surname.Chinese || tf == surname.Korean) && eaParts(words[1:]) > 0):
+			(tf == surname.Chinese || tf == surname.Korean) && eaGiven(words[1:])):
 			sur, words = first, words[1:]
 		default:
 			sur, words = last, words[:len(words)-1]
@@ -161,7 +169,7 @@ func makePlan(name, key string, spell func(string) string) plan {
 	switch {
 	case trad == surname.Japanese && (romaji || translit.ScriptOf(key) == translit.Kana):
 		p.ea = eaJapanese
-	case (trad == surname.Chinese || trad == surname.Korean) && parts > 0:
+	case (trad == surname.Chinese || trad == surname.Korean) && eaGiven(given):
 		p.ea, p.syllables = eaSparse, parts
 	case sur == "" && len(given) >= 2 && parts == len(given):
 		// Min Jun, Seo Yeon: single syllables in a row.
@@ -194,6 +202,15 @@ func makePlan(name, key string, spell func(string) string) plan {
 			add(strings.Join(words, " "), 0, false)
 			return
 		}
+		// Romaji long vowels: Yuuko, Kouhei are mostly recorded Yuko,
+		// Kohei; both spellings are tried, the best-supported answers.
+		if len(words) == 1 {
+			if s := translit.RomajiShort(namekey.Fold(words[0])); s != "" {
+				add(words[0], romajiGroup, false)
+				add(s, romajiGroup, false)
+				return
+			}
+		}
 		if len(words) >= 2 {
 			add(words[0]+" "+words[1], 0, false)
 		}
@@ -207,12 +224,6 @@ func makePlan(name, key string, spell func(string) string) plan {
 		// "DUPONT Jean": the word in capitals is the surname.
 		addGiven(givenWords(append(words[1:len(words):len(words)], sur)))
 	}
-	// Romaji long vowels: Yuuko, Kouhei are mostly recorded Yuko, Kohei.
-	if len(given) == 1 {
-		if s := translit.RomajiShort(namekey.Fold(given[0])); s != "" {
-			add(s, 0, false)
-		}
-	}
 	// Another script: the Latin spellings of the given name.
 	if len(given) > 0 && p.ea != eaSparse || translit.ScriptOf(key) == translit.Hangul {
 		g := strings.Join(given, " ")
@@ -222,7 +233,7 @@ func makePlan(name, key string, spell func(string) string) plan {
 		if p.ea == eaSparse {
 			g = strings.Join(given, "")
 		}
-		group := 1
+		group := translitGroup
 		for _, v := range translit.ToLatin(g) {
 			if p.ea == eaSparse {
 				v = strings.ReplaceAll(v, " ", "")
@@ -290,6 +301,13 @@ func eaParts(given []string) int {
 		}
 	}
 	return n
+}
+
+// eaGiven reports whether given reads as a Chinese or Korean given name:
+// one or two syllables (Wei, Xiaoming, Seo-Yeon), not Nielsen (ni-el-sen).
+func eaGiven(given []string) bool {
+	n := eaParts(given)
+	return n == 1 || n == 2
 }
 
 // oneSyllableParts reports whether every hyphenated part of w is a single

@@ -111,3 +111,41 @@ func TestDecide(t *testing.T) {
 		t.Errorf("luc in BE, where it is not found: %+v", got)
 	}
 }
+
+func TestDecidePlan(t *testing.T) {
+	rows := map[rowKey]row{
+		{"andrea", false, ""}:   {female: 900, male: 100, share: 0.9},
+		{"andrea", false, "IT"}: {female: 3, male: 500, share: 3.0 / 503},
+		{"andrea", false, "US"}: {female: 400, male: 4, share: 400.0 / 404},
+		{"sasha", false, ""}:    {female: 40, male: 60, share: 0.4},
+		{"giorgos", false, ""}:  {female: 0, male: 1000, share: 0},
+		{"georgios", false, ""}: {female: 0, male: 30, share: 0},
+		{"wei", false, ""}:      {female: 30, male: 70, share: 0.3},
+		{"xiaoming", false, ""}: {female: 10, male: 90, share: 0.1},
+		{"luc", false, ""}:      {female: 0, male: 3, share: 0, sole: "IT"},
+	}
+	andrea := []candidate{{key: "andrea rossi", whole: true}, {key: "andrea"}}
+	tests := []struct {
+		name    string
+		p       plan
+		country string
+		want    answer
+	}{
+		{"origin weighs in", plan{cands: andrea, evidence: 1, origin: []string{"IT"}}, "", answer{Male, 0.98, 1000}},
+		{"the caller's country wins", plan{cands: andrea, evidence: 1, origin: []string{"IT"}}, "US", answer{Female, 0.99, 404}},
+		{"no origin", plan{cands: andrea, evidence: 1}, "", answer{Female, 0.9, 1000}},
+		{"origin without data", plan{cands: andrea, evidence: 1, origin: []string{"FI"}}, "", answer{Female, 0.9, 1000}},
+		{"origin from a sole global row", plan{cands: []candidate{{key: "luc"}}, evidence: 1, origin: []string{"IT"}}, "", answer{Male, 1, 3}},
+		{"feminine surname", plan{cands: []candidate{{key: "sasha"}}, evidence: 20}, "", answer{Female, 0.93, 100}},
+		{"masculine surname", plan{cands: []candidate{{key: "sasha"}}, evidence: 1.0 / 20}, "", answer{Male, 0.97, 100}},
+		{"evidence skips the whole name", plan{cands: []candidate{{key: "sasha", whole: true}}, evidence: 20}, "", answer{Male, 0.6, 100}},
+		{"best-supported spelling", plan{cands: []candidate{{key: "georgios", group: 1}, {key: "giorgos", group: 1}, {key: "yorgos", group: 1}}, evidence: 1}, "", answer{Male, 1, 1000}},
+		{"one syllable, sparse data", plan{cands: []candidate{{key: "wei"}}, evidence: 1, ea: eaSparse, syllables: 1}, "", answer{}},
+		{"two syllables, shrunk", plan{cands: []candidate{{key: "xiaoming"}}, evidence: 1, ea: eaSparse, syllables: 2}, "", answer{Male, 0.82, 100}},
+	}
+	for _, tt := range tests {
+		if got := decide(&tt.p, rows, tt.country); got != tt.want {
+			t.Errorf("%s: %+v, want %+v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -81,6 +81,7 @@ var originSuffixes = []originSuffix{
 	{"escu", 6, ro}, {"eanu", 6, ro},
 	{"owski", 6, pl}, {"owska", 6, pl}, {"ewski", 6, pl}, {"ewska", 6, pl}, {"ński", 6, pl},
 	{"ńska", 6, pl}, {"wicz", 6, pl}, {"czyk", 6, pl}, {"czak", 6, pl}, {"dzki", 6, pl}, {"dzka", 6, pl},
+	{"ski", 6, pl}, {"ska", 6, pl}, {"cki", 6, pl}, {"cka", 6, pl},
 	{"ová", 5, cz}, {"ský", 5, cz}, {"ská", 5, cz}, {"cký", 5, cz}, {"cká", 5, cz},
 	{"ović", 5, hr}, {"ević", 5, hr}, {"ić", 4, hr}, {"ovic", 6, hr}, {"evic", 6, hr},
 	{"oğlu", 6, tr},

@@ -51,7 +51,7 @@ var suffixRules = []suffixRule{
 	{"ин", 1 / weak, 4}, {"ский", 1 / strong, 5}, {"цкий", 1 / strong, 5}, {"ський", 1 / strong, 5},
 	{"ski", 1 / strong, 5}, {"cki", 1 / strong, 5}, {"dzki", 1 / strong, 6}, {"sky", 1 / strong, 5},
 	{"ský", 1 / strong, 5}, {"cký", 1 / strong, 5}, {"skiy", 1 / strong, 6}, {"skii", 1 / strong, 6},
-	{"iy", 1 / weak, 5}, {"ий", 1 / weak, 5},
+	{"iy", 1 / weak, 5}, {"ий", 1 / weak, 5}, {"ý", 1 / weak, 4}, {"á", weak, 4},
 	// Lithuanian: -ienė (married), -aitė/-ytė/-iūtė/-utė (unmarried)
 	// against -as/-is/-us/-ys.
 	{"ienė", strong, 6}, {"iene", strong, 6}, {"aitė", strong, 6}, {"aite", strong, 6},

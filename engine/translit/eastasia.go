@@ -232,7 +232,7 @@ var eaFinals = func() map[string]bool {
 		"ak an al am ap at ang ik il im ip it ok on ol om op ot uk ul um up ut " +
 		"euk eun eul eum eup eung eok eon eol eom eop eong yeok yeon yeol yeom yeop yeong " +
 		"yak yang yok yong yuk yun yul yung wan wang won wol wook ook oon ool " +
-		"aek aeng yeon ek el em ep eng ih im ing oi oong uen un ung " +
+		"aek aeng yeon eng ing oi oong uen un ung " +
 		// Wade-Giles and Cantonese spellings
 		"ieh ueh uei ung iung ee oo oy ai au oi ui ou ok uk ing eung eong") {
 		m[f] = true

@@ -128,6 +128,7 @@ func makePlan(name, key string, spell func(string) string) plan {
 	}
 
 	words, sur, comma := splitName(key)
+	var firstInfo, lastInfo surname.Info
 	if !comma && !(len(words) == 1 && translit.RomajiShort(namekey.Fold(key)) != "") {
 		// (A romaji name with long vowels is tried below with its short
 		// spelling, the best-supported of the two answering.)
@@ -136,9 +137,10 @@ func makePlan(name, key string, spell func(string) string) plan {
 	capsFirst := !comma && len(words) > 1 && surnameFirst(name)
 	if !comma && len(words) > 1 && sur == "" {
 		first, last := words[0], words[len(words)-1]
-		tf, tl := surname.Of(first), surname.Of(last)
-		oneSyl := len(words) == 2 && translit.Syllables(namekey.Fold(first)) == 1 &&
-			translit.Syllables(namekey.Fold(last)) == 1
+		firstInfo, lastInfo = surname.Read(first), surname.Read(last)
+		tf, tl := firstInfo.Tradition, lastInfo.Tradition
+		oneSyl := len(words) == 2 && len(first) <= 6 && len(last) <= 6 &&
+			translit.Syllables(namekey.Fold(first)) == 1 && translit.Syllables(namekey.Fold(last)) == 1
 		switch {
 		case capsFirst:
 			sur = last
@@ -163,19 +165,29 @@ func makePlan(name, key string, spell func(string) string) plan {
 	given := givenWords(words)
 
 	// East Asian names.
-	parts := eaParts(given)
-	trad := surname.Of(sur)
-	romaji := len(given) == 1 && translit.IsRomaji(namekey.Fold(given[0]))
+	var info surname.Info
 	switch {
-	case trad == surname.Japanese && (romaji || translit.ScriptOf(key) == translit.Kana):
+	case sur == "":
+		info = surname.Read("")
+	case firstInfo.Gender != 0 && sur == words0(key):
+		info = firstInfo
+	case lastInfo.Gender != 0 && sur == lastWord(key):
+		info = lastInfo
+	default:
+		info = surname.Read(sur)
+	}
+	trad := info.Tradition
+	switch {
+	case trad == surname.Japanese && (len(given) == 1 && translit.IsRomaji(namekey.Fold(given[0])) ||
+		translit.ScriptOf(key) == translit.Kana):
 		p.ea = eaJapanese
 	case (trad == surname.Chinese || trad == surname.Korean) && eaGiven(given):
-		p.ea, p.syllables = eaSparse, parts
-	case sur == "" && len(given) >= 2 && parts == len(given):
+		p.ea, p.syllables = eaSparse, eaParts(given)
+	case sur == "" && len(given) >= 2 && eaParts(given) == len(given):
 		// Min Jun, Seo Yeon: single syllables in a row.
-		p.ea, p.syllables = eaSparse, parts
-	case len(given) == 1 && strings.Contains(given[0], "-") && parts > 1 && oneSyllableParts(given[0]):
-		p.ea, p.syllables = eaSparse, parts
+		p.ea, p.syllables = eaSparse, len(given)
+	case len(given) == 1 && strings.Contains(given[0], "-") && oneSyllableParts(given[0]):
+		p.ea, p.syllables = eaSparse, strings.Count(given[0], "-")+1
 	case translit.ScriptOf(key) == translit.Kana:
 		p.ea = eaJapanese
 	case translit.ScriptOf(key) == translit.Hangul:
@@ -186,9 +198,9 @@ func makePlan(name, key string, spell func(string) string) plan {
 		p.origin = []string{"JP"}
 	}
 	if sur != "" {
-		p.evidence = surname.Gender(sur)
+		p.evidence = info.Gender
 		if p.ea == notEastAsian {
-			p.origin = surname.Countries(sur)
+			p.origin = info.Countries
 		}
 	}
 
@@ -247,6 +259,15 @@ func makePlan(name, key string, spell func(string) string) plan {
 		}
 	}
 	return p
+}
+
+func words0(key string) string {
+	w, _, _ := strings.Cut(key, " ")
+	return w
+}
+
+func lastWord(key string) string {
+	return key[strings.LastIndexByte(key, ' ')+1:]
 }
 
 // splitName splits a key into its name words and, for "Last, First",

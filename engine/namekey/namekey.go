@@ -50,6 +50,10 @@ func Key(name string) string {
 // Fold returns the accent-folded form of a key produced by Key. For most
 // keys with nothing to fold it returns key itself.
 func Fold(key string) string {
+	if isASCII(key) && strings.IndexAny(key, "'`-._") < 0 {
+		// Nothing to fold: the loop below would return key too.
+		return key
+	}
 	var b strings.Builder
 	b.Grow(len(key))
 	changed := false

@@ -21,11 +21,14 @@ import (
 // 40% when it was confident, because the large registers (CH, DK, CA, US)
 // hold names of every origin.
 func Countries(key string) []string {
-	k := namekey.Fold(key)
+	return countries(key, namekey.Fold(key))
+}
+
+func countries(key, k string) []string {
 	if cs, ok := originNames[k]; ok {
 		return cs
 	}
-	if t := Of(key); t == Japanese {
+	if t := traditions[k]; t == Japanese {
 		return jp
 	} else if t == Hungarian {
 		return hu

@@ -73,12 +73,31 @@ var suffixRules = []suffixRule{
 // Icelandic -son and -sen are matched whole-word only with a given name
 // (Jónsson); English Johnson says nothing, so -son is not a rule.
 
+// Info is what a surname says.
+type Info struct {
+	Gender    Evidence  // see Gender
+	Tradition Tradition // see Of
+	Countries []string  // see Countries
+}
+
+// Read returns everything a surname key says, folding it once.
+func Read(key string) Info {
+	if key == "" {
+		return Info{Gender: 1}
+	}
+	folded := namekey.Fold(key)
+	return Info{gender(key, folded), traditions[folded], countries(key, folded)}
+}
+
 // Gender returns the gender evidence of a surname key.
 func Gender(key string) Evidence {
 	if key == "" {
 		return 1
 	}
-	folded := namekey.Fold(key)
+	return gender(key, namekey.Fold(key))
+}
+
+func gender(key, folded string) Evidence {
 	best := suffixRule{lr: 1}
 	for _, r := range suffixRules {
 		if len(r.suffix) <= len(best.suffix) {

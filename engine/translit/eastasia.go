@@ -134,7 +134,8 @@ var hangulFinals = []segment{
 // folded to yuko by namekey already), or "" when key is not romaji or has
 // no long vowel.
 func RomajiShort(key string) string {
-	if !IsRomaji(key) {
+	if !strings.Contains(key, "ou") && !strings.Contains(key, "uu") && !strings.Contains(key, "oo") &&
+		!strings.Contains(key, "aa") || !IsRomaji(key) {
 		return ""
 	}
 	s := strings.NewReplacer("ou", "o", "uu", "u", "oo", "o", "aa", "a").Replace(key)
@@ -221,7 +222,13 @@ func Syllables(word string) int {
 	return max(best[n], 0)
 }
 
-var eaInitials = strings.Fields("b p m f d t n l g k h j q x zh ch sh r z c s y w kk tt pp ss jj hs ts ts")
+var eaInitials = func() map[string]bool {
+	m := map[string]bool{}
+	for _, in := range strings.Fields("b p m f d t n l g k h j q x zh ch sh r z c s y w kk tt pp ss jj hs ts") {
+		m[in] = true
+	}
+	return m
+}()
 
 var eaFinals = func() map[string]bool {
 	m := map[string]bool{}
@@ -244,8 +251,8 @@ func eaSyllable(s string) bool {
 	if eaFinals[s] {
 		return true
 	}
-	for _, in := range eaInitials {
-		if len(s) > len(in) && strings.HasPrefix(s, in) && eaFinals[s[len(in):]] {
+	for l := 1; l <= 2 && l < len(s); l++ {
+		if eaInitials[s[:l]] && eaFinals[s[l:]] {
 			return true
 		}
 	}

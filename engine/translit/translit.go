@@ -92,8 +92,12 @@ func ToLatin(key string) []string {
 	var ok bool
 	// Marks are dropped: accents in Greek, vowel points and the like are
 	// not written in the Latin data.
+	script := ScriptOf(key)
+	if script == Latin || script == Other || script == Han {
+		return nil
+	}
 	key = stripMarks(key)
-	switch ScriptOf(key) {
+	switch script {
 	case Greek:
 		segs, ok = greek(key)
 	case Cyrillic:

@@ -14,18 +14,30 @@ import (
 type pair struct{ key, country string }
 
 // appendPairs appends the rows of the origin countries the given-name
-// candidates need (none for the whole name).
+// candidates need: single-word given names only (not the whole name, not
+// a compound, not another script's spellings), the answers origin changes.
 func (p *plan) appendPairs(dst []pair) []pair {
+	start := len(dst)
 	for _, c := range p.cands {
-		if c.whole {
+		if c.whole || c.group == translitGroup || strings.Contains(c.key, " ") {
 			continue
 		}
-		for _, o := range p.origin {
-			dst = append(dst, pair{c.key, o})
+	next:
+		for _, o := range p.origin[:min(len(p.origin), maxOrigins)] {
+			pr := pair{c.key, o}
+			for _, d := range dst[start:] {
+				if d == pr {
+					continue next
+				}
+			}
+			dst = append(dst, pr)
 		}
 	}
 	return dst
 }
+
+// maxOrigins bounds the origin countries read per name.
+const maxOrigins = 2
 
 // extraStmts are the lookups with pairs, one per (keys size, pairs size),
 // prepared when first needed: most batches have none.
@@ -97,7 +109,7 @@ func (p *plan) adjust(c candidate, r row, rows map[rowKey]row, country string) (
 	}
 	fromOrigin := false
 	if country == "" {
-		for _, o := range p.origin {
+		for _, o := range p.origin[:min(len(p.origin), maxOrigins)] {
 			or, found := find(rows, c.key, c.folded, o)
 			if !found && c.folded {
 				or, found = find(rows, c.key, false, o)

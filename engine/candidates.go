@@ -127,11 +127,45 @@ func makePlan(name, key string, spell func(string) string) plan {
 		}
 	}
 
+	// addSpelled adds a word in another script with its Latin spellings,
+	// all in one group: the best-supported answers, the word as written
+	// included (さくら has 2 lexicon records in the lexicon build, sakura
+	// 2,598).
+	addSpelled := func(native string, joined bool) bool {
+		variants := translit.ToLatin(native)
+		if spell != nil {
+			if v := spell(native); v != "" {
+				variants = append(variants, v)
+			}
+		}
+		if len(variants) == 0 {
+			return false
+		}
+		if translit.ScriptOf(native) == translit.Cyrillic {
+			// The Russian register is written in Cyrillic: it answers
+			// first, the Latin spellings only without it.
+			add(native, 0, false)
+		} else {
+			add(native, translitGroup, false)
+		}
+		for _, v := range variants {
+			if joined {
+				v = strings.ReplaceAll(v, " ", "")
+			}
+			add(v, translitGroup, false)
+		}
+		return true
+	}
+
 	words, sur, comma := splitName(key)
 	var firstInfo, lastInfo surname.Info
-	if !comma && !(len(words) == 1 && translit.RomajiShort(namekey.Fold(key)) != "") {
-		// (A romaji name with long vowels is tried below with its short
-		// spelling, the best-supported of the two answering.)
+	switch {
+	case comma:
+	case len(words) == 1 && translit.RomajiShort(namekey.Fold(key)) != "":
+		// A romaji name with long vowels is tried below with its short
+		// spelling, the best-supported of the two answering.
+	case len(words) == 1 && translit.ScriptOf(key) != translit.Latin && addSpelled(key, false):
+	default:
 		add(key, 0, true)
 	}
 	capsFirst := !comma && len(words) > 1 && surnameFirst(name)
@@ -210,7 +244,9 @@ func makePlan(name, key string, spell func(string) string) plan {
 		}
 		if p.ea == eaSparse {
 			joined := strings.Join(strings.FieldsFunc(strings.Join(words, " "), func(r rune) bool { return r == ' ' || r == '-' }), "")
-			add(joined, 0, false)
+			if !addSpelled(joined, true) {
+				add(joined, 0, false)
+			}
 			add(strings.Join(words, " "), 0, false)
 			return
 		}
@@ -226,7 +262,9 @@ func makePlan(name, key string, spell func(string) string) plan {
 		if len(words) >= 2 {
 			add(words[0]+" "+words[1], 0, false)
 		}
-		add(words[0], 0, false)
+		if translit.ScriptOf(words[0]) == translit.Latin || !addSpelled(words[0], false) {
+			add(words[0], 0, false)
+		}
 		if head, _, ok := strings.Cut(words[0], "-"); ok && !namekey.IsInitial(head) {
 			add(head, 0, false)
 		}
@@ -235,28 +273,6 @@ func makePlan(name, key string, spell func(string) string) plan {
 	if capsFirst && len(given) > 0 {
 		// "DUPONT Jean": the word in capitals is the surname.
 		addGiven(givenWords(append(words[1:len(words):len(words)], sur)))
-	}
-	// Another script: the Latin spellings of the given name.
-	if len(given) > 0 && p.ea != eaSparse || translit.ScriptOf(key) == translit.Hangul {
-		g := strings.Join(given, " ")
-		if len(given) > 1 {
-			g = given[0]
-		}
-		if p.ea == eaSparse {
-			g = strings.Join(given, "")
-		}
-		group := translitGroup
-		for _, v := range translit.ToLatin(g) {
-			if p.ea == eaSparse {
-				v = strings.ReplaceAll(v, " ", "")
-			}
-			add(v, group, false)
-		}
-		if spell != nil {
-			if v := spell(g); v != "" {
-				add(v, group, false)
-			}
-		}
 	}
 	return p
 }

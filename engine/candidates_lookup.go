@@ -19,7 +19,7 @@ type pair struct{ key, country string }
 func (p *plan) appendPairs(dst []pair) []pair {
 	start := len(dst)
 	for _, c := range p.cands {
-		if c.whole || c.group == translitGroup || strings.Contains(c.key, " ") {
+		if c.whole || c.group == translitGroup && p.ea != eaJapanese || strings.Contains(c.key, " ") {
 			continue
 		}
 	next:

@@ -159,8 +159,18 @@ func makePlan(name, key string, spell func(string) string) plan {
 
 	words, sur, comma := splitName(key)
 	var firstInfo, lastInfo surname.Info
+	// A Korean name in Hangul is written without a space, surname first.
+	hangulSplit := false
+	if len(words) == 1 && sur == "" && translit.ScriptOf(key) == translit.Hangul {
+		if rs := []rune(words[0]); len(rs) == 3 && hangulSurnames[rs[0]] {
+			sur, words = string(rs[:1]), []string{string(rs[1:])}
+			hangulSplit = true
+		}
+	}
 	switch {
 	case comma:
+	case hangulSplit:
+		add(key, 0, true)
 	case len(words) == 1 && translit.RomajiShort(namekey.Fold(key)) != "":
 		// A romaji name with long vowels is tried below with its short
 		// spelling, the best-supported of the two answering.
@@ -179,7 +189,7 @@ func makePlan(name, key string, spell func(string) string) plan {
 		case capsFirst:
 			sur = last
 			words = words[:len(words)-1]
-		case oneSyl && (tf == surname.None) == (tl == surname.None):
+		case oneSyl && (tf == surname.None) == (tl == surname.None) && (distinctlyEastAsian(first) || distinctlyEastAsian(last)):
 			// Min Jun, Xiao Ming: one given name split in syllables (no
 			// surname, or both could be one).
 		case tl == surname.None && len(words) <= 3 && (tf == surname.Hungarian ||
@@ -188,12 +198,6 @@ func makePlan(name, key string, spell func(string) string) plan {
 			sur, words = first, words[1:]
 		default:
 			sur, words = last, words[:len(words)-1]
-		}
-	}
-	// A Korean name in Hangul is written without a space, surname first.
-	if len(words) == 1 && sur == "" && translit.ScriptOf(key) == translit.Hangul {
-		if rs := []rune(words[0]); len(rs) == 3 && hangulSurnames[rs[0]] {
-			sur, words = string(rs[:1]), []string{string(rs[1:])}
 		}
 	}
 	given := givenWords(words)
@@ -338,6 +342,18 @@ func eaParts(given []string) int {
 		}
 	}
 	return n
+}
+
+// distinctlyEastAsian reports whether a syllable is spelled in a way few
+// Western given names are (Jun, Xiao, Seo, Hyun), so that "Min Jun" is read
+// as one given name split in two and "Joy Long" or "Hal King" are not.
+func distinctlyEastAsian(w string) bool {
+	for _, s := range []string{"x", "q", "zh", "eo", "eu", "ae", "ao", "iu", "ui", "ie", "yu", "ju", "hy", "ky", "gy", "ny"} {
+		if strings.Contains(w, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // eaGiven reports whether given reads as a Chinese or Korean given name:

@@ -174,6 +174,6 @@ var traditions = func() map[string]Tradition {
 		"orsos pinter fodor szalai sipos magyar lukacs gulyas biro kiraly katona "+
 		"halasz boros fazekas kelemen orosz somogyi fulop veres budai vincze hegedus deak pap "+
 		"illes vass szoke voros lengyel bognar bodnar hajdu szekely pasztor "+
-		"bakos dudas orban virag barna soos nemes pataki balla kozma")
+		"bakos dudas orban soos nemes pataki balla kozma")
 	return m
 }()

@@ -1,0 +1,49 @@
+package redisserver
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestStopStartPause(t *testing.T) {
+	s := Run(t, Options{Persist: true, Password: "s3cret"})
+	if s.Port == 6379 || s.Port == 0 {
+		t.Fatalf("port %d", s.Port)
+	}
+	if err := ping(s.Addr, "s3cret"); err != nil {
+		t.Fatal(err)
+	}
+	if err := ping(s.Addr, ""); err == nil {
+		t.Fatal("PING without the password answered")
+	}
+	s.Stop()
+	if err := ping(s.Addr, "s3cret"); err == nil {
+		t.Fatal("stopped server answers")
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ping(s.Addr, "s3cret"); err != nil {
+		t.Fatalf("after restart on the same port: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(s.Dir(), "appendonlydir")); err != nil {
+		t.Errorf("Persist: no append-only files: %v", err)
+	}
+	if err := s.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ping(s.Addr, "s3cret"); err == nil {
+		t.Fatal("paused server answers")
+	}
+	if err := s.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ping(s.Addr, "s3cret"); err != nil {
+		t.Fatalf("after resume: %v", err)
+	}
+	s.Kill()
+	if err := s.Pause(); err == nil {
+		t.Fatal("Pause of a killed server succeeded")
+	}
+}

@@ -35,58 +35,6 @@ func allow(t *testing.T, s Store, key string, limit int, w Window, n int) Result
 	return r
 }
 
-func TestLocalAllowN(t *testing.T) {
-	s := openTestStore(t, filepath.Join(t.TempDir(), "quota.db"))
-	w := Month(testNow)
-	steps := []struct {
-		key              string
-		n                int
-		allowed, remains int
-	}{
-		{"consumer:a", 0, 0, 10},  // peek on a fresh key
-		{"consumer:a", 3, 3, 7},   // consume 3
-		{"consumer:a", 0, 0, 7},   // the peek sees it
-		{"consumer:a", 8, 0, 7},   // too many: nothing consumed
-		{"consumer:a", 7, 7, 0},   // exactly the rest
-		{"consumer:a", 1, 0, 0},   // used up
-		{"consumer:b", 10, 10, 0}, // keys are independent
-		{"consumer:c", 11, 0, 10}, // more than the whole limit
-	}
-	for i, st := range steps {
-		r := allow(t, s, st.key, 10, w, st.n)
-		if r.Allowed != st.allowed || r.Remaining != st.remains || r.Limit != 10 {
-			t.Fatalf("step %d %s n=%d: got %+v, want allowed %d remaining %d", i, st.key, st.n, r, st.allowed, st.remains)
-		}
-		if r.ResetAfter != w.ResetAfter() {
-			t.Fatalf("step %d: ResetAfter %s, want %s", i, r.ResetAfter, w.ResetAfter())
-		}
-		if refused := st.n > 0 && r.Allowed == 0; refused != (r.RetryAfter > 0) {
-			t.Fatalf("step %d: RetryAfter %s on refused=%v", i, r.RetryAfter, refused)
-		}
-	}
-}
-
-func TestLocalWindowsAreSeparate(t *testing.T) {
-	s := openTestStore(t, filepath.Join(t.TempDir(), "quota.db"))
-	day := 24 * time.Hour
-	today := Fixed(testNow, day)
-	allow(t, s, "ip:192.0.2.1", 5, today, 5)
-	if r := allow(t, s, "ip:192.0.2.1", 5, today, 1); r.Allowed != 0 {
-		t.Fatalf("used-up window granted %+v", r)
-	}
-	// The next day starts from zero.
-	tomorrow := Fixed(testNow.Add(day), day)
-	if r := allow(t, s, "ip:192.0.2.1", 5, tomorrow, 5); r.Allowed != 5 || r.Remaining != 0 {
-		t.Fatalf("next window: %+v", r)
-	}
-	// A window of another length starting at the same instant is another
-	// counter (an operator changed ip_window_seconds).
-	hour := Fixed(today.Start, time.Hour)
-	if r := allow(t, s, "ip:192.0.2.1", 5, hour, 0); r.Remaining != 5 {
-		t.Fatalf("hour window sharing the day's start: %+v", r)
-	}
-}
-
 func TestLocalPrunesEndedWindows(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "quota.db")
 	s := openTestStore(t, path)

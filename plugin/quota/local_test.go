@@ -258,3 +258,54 @@ func BenchmarkLocalAllowN(b *testing.B) {
 		})
 	})
 }
+
+// The quota file holds client IPs: new files and directories are private to
+// the plugin's user, and older files made readable by others are tightened.
+func TestLocalFilesPrivate(t *testing.T) {
+	perm := func(p string) os.FileMode {
+		t.Helper()
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Mode().Perm()
+	}
+	root := t.TempDir()
+	path := filepath.Join(root, "new", "dir", "quota.db")
+	s := openTestStore(t, path)
+	allow(t, s, "ip:192.0.2.1", 10, Month(testNow), 1)
+	for _, d := range []string{filepath.Join(root, "new"), filepath.Join(root, "new", "dir")} {
+		if got := perm(d); got != 0o700 {
+			t.Errorf("directory %s: %o, want 700", d, got)
+		}
+	}
+	for _, f := range []string{path, path + "-wal", path + "-shm"} {
+		if got := perm(f); got != 0o600 {
+			t.Errorf("%s: %o, want 600", f, got)
+		}
+	}
+
+	// A file an older version created 0644 (with its WAL) in a directory
+	// that is shared: the file is tightened, the directory left alone.
+	shared := filepath.Join(root, "shared")
+	if err := os.Mkdir(shared, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old := filepath.Join(shared, "quota.db")
+	for _, f := range []string{old, old + "-wal"} {
+		if err := os.WriteFile(f, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(f, 0o644) // whatever the umask
+	}
+	s = openTestStore(t, old)
+	allow(t, s, "ip:192.0.2.1", 10, Month(testNow), 1)
+	for _, f := range []string{old, old + "-wal", old + "-shm"} {
+		if got := perm(f); got != 0o600 {
+			t.Errorf("%s: %o, want 600", f, got)
+		}
+	}
+	if got := perm(shared); got != 0o755 {
+		t.Errorf("existing directory changed to %o", got)
+	}
+}

@@ -31,6 +31,8 @@ const (
 	// client IP, so an outage under a scan of many addresses must not grow
 	// memory without end. About 100 bytes each.
 	maxFallbackCounters = 1 << 18
+	// reportEvery bounds the outage log lines of a flapping Redis.
+	reportEvery = time.Minute
 	// pushBatch is how many node-local counters one round trip pushes to
 	// Redis when it is back.
 	pushBatch = 512
@@ -85,6 +87,10 @@ type Redis struct {
 	fallback    map[fallbackKey]int
 	downSince   time.Time
 	fullLogged  bool          // the fallback table filled up during this outage
+	pushLogged  bool          // a push failed during this outage
+	reported    bool          // this outage was logged
+	lastReport  time.Time     // when an outage was last logged
+	flaps       int           // outages not logged since lastReport
 	stop        chan struct{} // closed by Close: ends the probe
 	closed      bool
 	probeActive bool
@@ -308,8 +314,9 @@ func (s *Redis) allowFallback(key string, limit int, w Window, n int) (_ Result,
 	return r, nil, true
 }
 
-// markDown records that Redis failed: the first failure of an outage logs
-// once and starts the probe.
+// markDown records that Redis failed: the first failure of an outage starts
+// the probe and logs, at most once a minute: a Redis that answers PING and
+// fails every script (out of memory, say) would make an outage a second.
 func (s *Redis) markDown(cause error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -318,16 +325,22 @@ func (s *Redis) markDown(cause error) {
 	}
 	s.down.Store(true)
 	s.downSince = time.Now()
-	s.fullLogged = false
-	answer := "counting on this node (fault_tolerant)"
-	if !s.faultTolerant {
-		answer = "answering 503 (fault_tolerant off)"
-	}
-	slog.Warn("redis quota: Redis unreachable, "+answer+" until it answers again", "error", cause)
+	s.fullLogged, s.pushLogged = false, false
 	if !s.probeActive {
 		s.probeActive = true
 		go s.probe()
 	}
+	s.reported = s.lastReport.IsZero() || s.downSince.Sub(s.lastReport) >= reportEvery
+	if !s.reported {
+		s.flaps++
+		return
+	}
+	answer := "counting on this node (fault_tolerant)"
+	if !s.faultTolerant {
+		answer = "answering 503 (fault_tolerant off)"
+	}
+	slog.Warn("redis quota: Redis unreachable, "+answer+" until it answers again", "error", cause, "outages_not_logged", s.flaps)
+	s.lastReport, s.flaps = s.downSince, 0
 }
 
 // probe pings Redis once a second until it answers, then hands the node's
@@ -376,11 +389,16 @@ func (s *Redis) recover() bool {
 			s.fallback[k] += v
 		}
 		s.down.Store(true)
-		slog.Warn("redis quota: Redis answers but the node's outage counts could not be pushed; still counting on this node", "error", err)
+		if s.reported && !s.pushLogged {
+			s.pushLogged = true
+			slog.Warn("redis quota: Redis answers but the node's outage counts could not be pushed; still counting on this node", "error", err)
+		}
 		return false
 	}
 	s.probeActive = false
-	slog.Info("redis quota: Redis reachable again, deciding there", "outage", time.Since(since).Round(time.Millisecond), "counters_pushed", pushed)
+	if s.reported {
+		slog.Info("redis quota: Redis reachable again, deciding there", "outage", time.Since(since).Round(time.Millisecond), "counters_pushed", pushed)
+	}
 	return true
 }
 

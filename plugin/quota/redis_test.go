@@ -3,6 +3,7 @@ package quota
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -395,4 +396,58 @@ func TestRedisRegistered(t *testing.T) {
 	if _, err := Open("redis", Options{}); err == nil {
 		t.Fatal("redis without a host opened")
 	}
+}
+
+// An outage is logged once, with its end; a second outage within a minute
+// (a flapping Redis) is not logged again. No caller's key is ever logged.
+func TestRedisOutageLogs(t *testing.T) {
+	var buf syncBuffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+
+	srv := redisserver.Run(t, redisserver.Options{})
+	s := openTestRedis(t, srv.Addr, true)
+	w := Month(time.Now())
+	for range 2 {
+		srv.Stop()
+		for range 5 {
+			allow(t, s, "ip:192.0.2.77", 100, w, 1)
+			allow(t, s, "consumer:secret-id", 100, w, 1)
+		}
+		time.Sleep(1500 * time.Millisecond) // a few failed probes
+		if err := srv.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitUp(t, s)
+	}
+	out := buf.String()
+	if n := strings.Count(out, "level=WARN"); n != 1 {
+		t.Errorf("%d warnings for two outages within a minute, want 1:\n%s", n, out)
+	}
+	if n := strings.Count(out, "reachable again"); n != 1 {
+		t.Errorf("%d recovery lines, want 1:\n%s", n, out)
+	}
+	for _, secret := range []string{"192.0.2.77", "secret-id"} {
+		if strings.Contains(out, secret) {
+			t.Errorf("log names a caller (%s):\n%s", secret, out)
+		}
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }

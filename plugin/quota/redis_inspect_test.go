@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/genderize-kong/genderize/testing/redisserver"
 )
 
@@ -94,5 +96,38 @@ func TestParseRedisKey(t *testing.T) {
 		if ok != tt.ok || ok && (u.Key != tt.key || u.WindowStart.Unix() != 100 || u.WindowEnd.Unix() != 200) {
 			t.Errorf("parseRedisKey(%q) = %+v, %v", tt.name, u, ok)
 		}
+	}
+}
+
+// Redis Cluster: the script runs on the caller's slot and Usage scans every
+// master.
+func TestRedisCluster(t *testing.T) {
+	start := time.Now()
+	srv := redisserver.Run(t, redisserver.Options{Cluster: true})
+	t.Logf("cluster up in %s", time.Since(start))
+	s, err := OpenRedis(Options{Redis: RedisOptions{ClusterAddresses: srv.Addr, Timeout: time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, ok := s.client.(*redis.ClusterClient); !ok {
+		t.Fatalf("client %T, want a cluster client", s.client)
+	}
+	w := Month(time.Now())
+	allow(t, s, "consumer:a", 10, w, 4)
+	allow(t, s, "ip:2001:db8::1", 10, w, 10)
+	if r := allow(t, s, "consumer:a", 10, w, 7); r.Allowed != 0 || r.Remaining != 6 {
+		t.Fatalf("%+v", r)
+	}
+	got, err := s.Usage(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Usage{{"consumer:a", w.Start, w.End, 4}, {"ip:2001:db8::1", w.Start, w.End, 10}}
+	if !sameUsage(got, want) {
+		t.Fatalf("Usage = %+v", got)
+	}
+	if n, err := s.Reset(context.Background(), "consumer:a"); n != 1 || err != nil {
+		t.Fatalf("Reset = %d, %v", n, err)
 	}
 }

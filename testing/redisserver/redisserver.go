@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -28,6 +29,9 @@ type Options struct {
 	// Password, when set, is required from clients (requirepass, the
 	// user "default").
 	Password string
+	// Cluster runs the server as a Redis Cluster of one master holding
+	// every slot: clients speak the Cluster protocol to it.
+	Cluster bool
 }
 
 // Server is one redis-server process, stopped and started again on the same
@@ -142,6 +146,9 @@ func (s *Server) Start() error {
 	if s.opts.Password != "" {
 		args = append(args, "--requirepass", s.opts.Password)
 	}
+	if s.opts.Cluster {
+		args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
+	}
 	cmd := exec.Command(s.bin, args...)
 	cmd.Dir = s.dir
 	// Its own process group: a Ctrl-C of the test run reaches the test,
@@ -157,6 +164,9 @@ func (s *Server) Start() error {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		err := ping(s.Addr, s.opts.Password)
+		if err == nil && s.opts.Cluster {
+			err = s.clusterReady()
+		}
 		if err == nil {
 			return nil
 		}
@@ -174,30 +184,76 @@ func (s *Server) Start() error {
 	}
 }
 
-// ping sends PING (after AUTH when a password is set) in RESP.
-func ping(addr, password string) error {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
+// clusterReady gives the lone master every slot (once: nodes.conf keeps
+// them across restarts) and reports an error until the cluster is ok.
+func (s *Server) clusterReady() error {
+	info, err := command(s.Addr, s.opts.Password, "CLUSTER", "INFO")
 	if err != nil {
 		return err
+	}
+	if strings.Contains(info, "cluster_state:ok") {
+		return nil
+	}
+	if strings.Contains(info, "cluster_slots_assigned:0") {
+		if _, err := command(s.Addr, s.opts.Password, "CLUSTER", "ADDSLOTSRANGE", "0", "16383"); err != nil {
+			return err
+		}
+	}
+	return errors.New("cluster not ready")
+}
+
+// command sends one command and returns its reply's text: a simple string,
+// an error (as an error) or a bulk string.
+func command(addr, password string, args ...string) (string, error) {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return "", err
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(time.Second))
 	r := bufio.NewReader(c)
+	send := func(args ...string) (string, error) {
+		fmt.Fprintf(c, "*%d\r\n", len(args))
+		for _, a := range args {
+			fmt.Fprintf(c, "$%d\r\n%s\r\n", len(a), a)
+		}
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return "", err
+		}
+		line = strings.TrimRight(line, "\r\n")
+		switch {
+		case strings.HasPrefix(line, "-"):
+			return "", fmt.Errorf("%s: %s", args[0], line[1:])
+		case strings.HasPrefix(line, "$"):
+			n, err := strconv.Atoi(line[1:])
+			if err != nil || n < 0 {
+				return "", err
+			}
+			buf := make([]byte, n+2)
+			if _, err := io.ReadFull(r, buf); err != nil {
+				return "", err
+			}
+			return string(buf[:n]), nil
+		}
+		return strings.TrimPrefix(line, "+"), nil
+	}
 	if password != "" {
-		fmt.Fprintf(c, "*2\r\n$4\r\nAUTH\r\n$%d\r\n%s\r\n", len(password), password)
-		if line, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(line, "+OK") {
-			return fmt.Errorf("AUTH: %q %v", line, err)
+		if _, err := send("AUTH", password); err != nil {
+			return "", err
 		}
 	}
-	if _, err := c.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
-		return err
-	}
-	line, err := r.ReadString('\n')
+	return send(args...)
+}
+
+// ping sends PING (after AUTH when a password is set).
+func ping(addr, password string) error {
+	reply, err := command(addr, password, "PING")
 	if err != nil {
 		return err
 	}
-	if !strings.HasPrefix(line, "+PONG") {
-		return fmt.Errorf("PING: %q", strings.TrimSpace(line))
+	if reply != "PONG" {
+		return fmt.Errorf("PING: %q", reply)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package redisserver
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -45,5 +46,17 @@ func TestStopStartPause(t *testing.T) {
 	s.Kill()
 	if err := s.Pause(); err == nil {
 		t.Fatal("Pause of a killed server succeeded")
+	}
+}
+
+func TestCluster(t *testing.T) {
+	s := Run(t, Options{Cluster: true})
+	info, err := command(s.Addr, "", "CLUSTER", "INFO")
+	if err != nil || !strings.Contains(info, "cluster_state:ok") {
+		t.Fatalf("CLUSTER INFO: %q %v", info, err)
+	}
+	s.Stop()
+	if err := s.Start(); err != nil {
+		t.Fatalf("cluster restart: %v", err)
 	}
 }

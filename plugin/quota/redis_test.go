@@ -451,3 +451,36 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.b.String()
 }
+
+// ssl, ssl_verify and server_name against a redis-server speaking TLS only,
+// its certificate (for 127.0.0.1 and redisserver.TLSServerName) signed by a
+// CA the system trusts through SSL_CERT_FILE.
+func TestRedisTLS(t *testing.T) {
+	srv := redisserver.Run(t, redisserver.Options{TLS: true})
+	// Read once per process, on the first verification: no other test
+	// verifies certificates.
+	t.Setenv("SSL_CERT_FILE", srv.CAFile())
+	w := Month(time.Now())
+	for _, tc := range []struct {
+		name   string
+		o      RedisOptions
+		usable bool
+	}{
+		{"verified, the address's name", RedisOptions{SSL: true, SSLVerify: true}, true},
+		{"verified, server_name", RedisOptions{SSL: true, SSLVerify: true, ServerName: redisserver.TLSServerName}, true},
+		{"verified, wrong server_name", RedisOptions{SSL: true, SSLVerify: true, ServerName: "other.test"}, false},
+		{"not verified", RedisOptions{SSL: true, ServerName: "other.test"}, true},
+		{"plain text to TLS", RedisOptions{}, false},
+	} {
+		tc.o.Host, tc.o.Port, tc.o.Timeout = "127.0.0.1", srv.Port, time.Second
+		s, err := OpenRedis(Options{Redis: tc.o})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.AllowN(context.Background(), "consumer:a", 10, w, 1)
+		if tc.usable && err != nil || !tc.usable && !errors.Is(err, ErrUnavailable) {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+		s.Close()
+	}
+}

@@ -6,6 +6,7 @@ package redisserver
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -32,6 +33,10 @@ type Options struct {
 	// Cluster runs the server as a Redis Cluster of one master holding
 	// every slot: clients speak the Cluster protocol to it.
 	Cluster bool
+	// TLS serves only TLS on the port, with a certificate for 127.0.0.1
+	// and TLSServerName signed by a CA of its own (CAFile); clients are
+	// not asked for certificates.
+	TLS bool
 }
 
 // Server is one redis-server process, stopped and started again on the same
@@ -93,6 +98,11 @@ func New(dir string, o Options) (*Server, error) {
 		return nil, notFound{err}
 	}
 	s := &Server{bin: bin, dir: dir, opts: o}
+	if o.TLS {
+		if err := writeTLSFiles(dir); err != nil {
+			return nil, fmt.Errorf("redis-server TLS certificates: %w", err)
+		}
+	}
 	// A free port is found by binding :0 and releasing it; another
 	// process may take it before redis-server binds it, so try again.
 	for attempt := 0; ; attempt++ {
@@ -129,15 +139,20 @@ func (s *Server) Start() error {
 	if s.cmd != nil {
 		return fmt.Errorf("redis-server on %s: already running", s.Addr)
 	}
-	args := []string{
-		"--port", strconv.Itoa(s.Port),
+	port := []string{"--port", strconv.Itoa(s.Port)}
+	if s.opts.TLS {
+		port = []string{"--port", "0", "--tls-port", strconv.Itoa(s.Port),
+			"--tls-cert-file", "server.crt", "--tls-key-file", "server.key",
+			"--tls-ca-cert-file", "ca.crt", "--tls-auth-clients", "no"}
+	}
+	args := append(port,
 		"--bind", "127.0.0.1",
 		"--protected-mode", "yes",
 		"--dir", s.dir,
 		"--logfile", "redis.log",
 		"--daemonize", "no",
 		"--save", "",
-	}
+	)
 	if s.opts.Persist {
 		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
 	} else {
@@ -163,7 +178,7 @@ func (s *Server) Start() error {
 
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		err := ping(s.Addr, s.opts.Password)
+		err := s.ping()
 		if err == nil && s.opts.Cluster {
 			err = s.clusterReady()
 		}
@@ -187,7 +202,7 @@ func (s *Server) Start() error {
 // clusterReady gives the lone master every slot (once: nodes.conf keeps
 // them across restarts) and reports an error until the cluster is ok.
 func (s *Server) clusterReady() error {
-	info, err := command(s.Addr, s.opts.Password, "CLUSTER", "INFO")
+	info, err := s.command("CLUSTER", "INFO")
 	if err != nil {
 		return err
 	}
@@ -195,7 +210,7 @@ func (s *Server) clusterReady() error {
 		return nil
 	}
 	if strings.Contains(info, "cluster_slots_assigned:0") {
-		if _, err := command(s.Addr, s.opts.Password, "CLUSTER", "ADDSLOTSRANGE", "0", "16383"); err != nil {
+		if _, err := s.command("CLUSTER", "ADDSLOTSRANGE", "0", "16383"); err != nil {
 			return err
 		}
 	}
@@ -204,11 +219,22 @@ func (s *Server) clusterReady() error {
 
 // command sends one command and returns its reply's text: a simple string,
 // an error (as an error) or a bulk string.
-func command(addr, password string, args ...string) (string, error) {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
+func (s *Server) command(args ...string) (string, error) {
+	var c net.Conn
+	var err error
+	if s.opts.TLS {
+		cfg, cerr := s.clientTLS()
+		if cerr != nil {
+			return "", cerr
+		}
+		c, err = tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", s.Addr, cfg)
+	} else {
+		c, err = net.DialTimeout("tcp", s.Addr, time.Second)
+	}
 	if err != nil {
 		return "", err
 	}
+	password := s.opts.Password
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(time.Second))
 	r := bufio.NewReader(c)
@@ -247,8 +273,8 @@ func command(addr, password string, args ...string) (string, error) {
 }
 
 // ping sends PING (after AUTH when a password is set).
-func ping(addr, password string) error {
-	reply, err := command(addr, password, "PING")
+func (s *Server) ping() error {
+	reply, err := s.command("PING")
 	if err != nil {
 		return err
 	}

@@ -4,9 +4,9 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/genderize-kong/genderize/engine/namekey"
 	"github.com/genderize-kong/genderize/engine/surname"
 	"github.com/genderize-kong/genderize/engine/translit"
+	"github.com/genderize-kong/genderize/schema/namekey"
 )
 
 // candidate is one key a name is looked up under.

@@ -3,7 +3,7 @@ package engine
 import (
 	"path/filepath"
 
-	"github.com/genderize-kong/genderize/engine/namekey"
+	"github.com/genderize-kong/genderize/schema/namekey"
 	"testing"
 )
 

@@ -3,7 +3,7 @@ package surname
 import (
 	"strings"
 
-	"github.com/genderize-kong/genderize/engine/namekey"
+	"github.com/genderize-kong/genderize/schema/namekey"
 )
 
 // Countries returns the countries whose name data fits the language a

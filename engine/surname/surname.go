@@ -10,7 +10,7 @@ package surname
 import (
 	"strings"
 
-	"github.com/genderize-kong/genderize/engine/namekey"
+	"github.com/genderize-kong/genderize/schema/namekey"
 )
 
 // Evidence is what a surname's form says about gender: the likelihood

@@ -290,6 +290,33 @@ func lastWord(key string) string {
 	return key[strings.LastIndexByte(key, ' ')+1:]
 }
 
+// fallback replaces the candidates of a plan that found nothing with the
+// ones tried in a second query, and reports whether there are any: a Latin
+// given name the data lacks is looked up in Cyrillic, where the Russian
+// register writes it (Yaroslava -> ярослава); cyrillic finds that
+// spelling (see Engine.cyrillicSpelling).
+func (p *plan) fallback(cyrillic func(string) string) bool {
+	var given string
+	for _, c := range p.cands {
+		if !c.whole && !c.folded && c.group == 0 && !strings.Contains(c.key, " ") {
+			given = c.key
+			break
+		}
+		if c.whole && !strings.Contains(c.key, " ") {
+			given = c.key
+		}
+	}
+	if given == "" || p.ea != notEastAsian {
+		return false
+	}
+	k := cyrillic(given)
+	if k == "" {
+		return false
+	}
+	p.cands = append(p.cands[:0], candidate{key: k})
+	return true
+}
+
 // splitName splits a key into its name words and, for "Last, First",
 // the surname; titles before the given name are dropped.
 func splitName(key string) (words []string, sur string, comma bool) {

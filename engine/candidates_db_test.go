@@ -53,3 +53,25 @@ func TestPredictFullNamesAndScripts(t *testing.T) {
 		}
 	}
 }
+
+// TestPredictLatinInCyrillic checks the second query: Latin names the data
+// lacks in Latin are answered from the Cyrillic register, and names with
+// data are not looked up again.
+func TestPredictLatinInCyrillic(t *testing.T) {
+	e := openTest(t, Options{CacheEntries: -1})
+	tests := []struct{ name, gender string }{
+		{"Yaroslava", Female},
+		{"Vsevolod", Male},
+		{"Anna Yaroslavovna", Female},
+		{"Xqzzv", ""},
+	}
+	for _, tt := range tests {
+		ps, err := e.Predict([]string{tt.name, "Maria"}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ps[0].Gender != tt.gender || ps[1].Gender != Female {
+			t.Errorf("%q: %+v, %+v", tt.name, ps[0], ps[1])
+		}
+	}
+}

@@ -2,9 +2,11 @@ package engine
 
 import (
 	"log/slog"
+	"strings"
 	"sync"
 
 	"github.com/genderize-kong/genderize/engine/translit"
+	"github.com/genderize-kong/genderize/schema/namekey"
 )
 
 // abjadCountries are the countries where names are written in Arabic
@@ -84,6 +86,59 @@ func (e *Engine) buildSpellIndex() map[string]spelling {
 	}
 	if err := rs.Err(); err != nil {
 		slog.Error("names db: build the spelling index", "path", e.path, "err", err)
+	}
+	return index
+}
+
+// cyrillicCountries write names in Cyrillic; their data answers a Latin
+// name the rest of the data does not know (Yaroslava, Vsevolod), under
+// the Cyrillic name whose Latin spellings include it.
+const cyrillicCountries = "'RU','UA','BY','BG','KZ','MK','RS','KG','MN','TJ'"
+
+// cyrillicIndex maps the Latin spellings of the Cyrillic names in the
+// database (translit.ToLatin) to the best-supported Cyrillic name.
+type cyrillicIndex struct {
+	once  sync.Once
+	index map[string]spelling
+}
+
+// cyrillicSpelling returns the Cyrillic key whose Latin spellings include
+// key, a Latin key of one word, or "".
+func (e *Engine) cyrillicSpelling(key string) string {
+	if strings.IndexByte(key, ' ') >= 0 || translit.ScriptOf(key) != translit.Latin {
+		return ""
+	}
+	e.cyr.once.Do(func() { e.cyr.index = e.buildCyrillicIndex() })
+	return e.cyr.index[namekey.Fold(key)].key
+}
+
+func (e *Engine) buildCyrillicIndex() map[string]spelling {
+	index := map[string]spelling{}
+	rs, err := e.db.Query(`SELECT key, sum(female + male) FROM names WHERE form = 0 AND (country IN (` +
+		cyrillicCountries + `) OR country = '' AND sole IN (` + cyrillicCountries + `)) GROUP BY key`)
+	if err != nil {
+		slog.Error("names db: build the Cyrillic index", "path", e.path, "err", err)
+		return index
+	}
+	defer rs.Close()
+	for rs.Next() {
+		var key string
+		var n int64
+		if err := rs.Scan(&key, &n); err != nil {
+			slog.Error("names db: build the Cyrillic index", "path", e.path, "err", err)
+			return index
+		}
+		if translit.ScriptOf(key) != translit.Cyrillic {
+			continue
+		}
+		for _, v := range translit.ToLatin(key) {
+			if old, ok := index[v]; !ok || n > old.records {
+				index[v] = spelling{key, n}
+			}
+		}
+	}
+	if err := rs.Err(); err != nil {
+		slog.Error("names db: build the Cyrillic index", "path", e.path, "err", err)
 	}
 	return index
 }

@@ -53,8 +53,9 @@ type Engine struct {
 	cache  *ristretto.Cache[string, answer] // nil when disabled
 	stmts  []*sql.Stmt                      // stmts[i] looks up batchSizes[i] keys
 	shared bool
-	extra  extraStmts // lookups with (key, country) pairs, prepared on first use
-	spell  speller    // Latin spellings of abjad names, built on first use
+	extra  extraStmts    // lookups with (key, country) pairs, prepared on first use
+	spell  speller       // Latin spellings of Arabic-script names, built on first use
+	cyr    cyrillicIndex // Cyrillic names of Latin spellings, built on first use
 }
 
 // batchSizes are the sizes of the prepared IN (...) lists; a lookup of n
@@ -285,14 +286,39 @@ func (e *Engine) Predict(names []string, country string) ([]Prediction, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range misses {
+	var again []int // misses without an answer that have a fallback
+	keys = keys[:0]
+	for i := range misses {
+		p := &misses[i]
 		a := decide(&p.plan, rows, country)
-		a.fill(&out[p.index])
-		if e.cache != nil {
-			e.cache.Set(p.cacheKey, a, 1)
+		if a.count == 0 && p.plan.fallback(e.cyrillicSpelling) {
+			again = append(again, i)
+			for _, c := range p.plan.cands {
+				keys = append(keys, c.key)
+			}
+			continue
+		}
+		e.settle(p, a, out)
+	}
+	if len(again) > 0 {
+		// A second query, for unanswered names only (see plan.fallback).
+		rows, err := e.lookup(country, dedupe(keys), nil)
+		if err != nil {
+			return nil, err
+		}
+		for _, i := range again {
+			e.settle(&misses[i], decide(&misses[i].plan, rows, country), out)
 		}
 	}
 	return out, nil
+}
+
+// settle fills a missed name's prediction and caches it.
+func (e *Engine) settle(p *pending, a answer, out []Prediction) {
+	a.fill(&out[p.index])
+	if e.cache != nil {
+		e.cache.Set(p.cacheKey, a, 1)
+	}
 }
 
 // minCompoundRecords is the support a multi-word key needs to answer

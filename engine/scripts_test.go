@@ -10,6 +10,9 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/genderize-kong/genderize/engine/translit"
+	"github.com/genderize-kong/genderize/schema/namekey"
 )
 
 // lexiconRow is one labelled name of a lexicon.
@@ -111,6 +114,8 @@ var scriptFloors = map[string][2]float64{
 	"faker ko":          {0.74, 0.80},
 	"faker ru":          {0.93, 0.97},
 	"faker uk":          {0.72, 0.95},
+	"faker ru latin":    {0.90, 0.95},
+	"faker uk latin":    {0.70, 0.95},
 	"faker he":          {0.95, 0.97},
 	"persian":           {0.43, 0.70},
 	"enamdict ja_latin": {0.30, 0.70},
@@ -127,6 +132,16 @@ func TestScriptLexicons(t *testing.T) {
 			"ru": true, "uk": true, "zh_CN": true, "zh_TW": true,
 		}) {
 			groups["faker "+r.locale] = append(groups["faker "+r.locale], r)
+			if r.locale == "ru" || r.locale == "uk" {
+				// The same names in their usual Latin spelling: the data
+				// lacks some of them in Latin, the register has them in
+				// Cyrillic (the spelling rules are translit's, so this
+				// measures the fallback, not the romanisation).
+				if v := translit.ToLatin(namekey.Key(r.name)); len(v) > 0 {
+					id := "faker " + r.locale + " latin"
+					groups[id] = append(groups[id], lexiconRow{r.locale, r.gender, v[0]})
+				}
+			}
 		}
 	}
 	if !usesSource(t, "persian_names") {

@@ -60,9 +60,9 @@ func TestPredictFullNamesAndScripts(t *testing.T) {
 func TestPredictLatinInCyrillic(t *testing.T) {
 	e := openTest(t, Options{CacheEntries: -1})
 	tests := []struct{ name, gender string }{
-		{"Yaroslava", Female},
-		{"Vsevolod", Male},
-		{"Anna Yaroslavovna", Female},
+		{"Agafya", Female},     // агафья: no Latin record
+		{"Oktyabrina", Female}, // октябрина
+		{"Agafya Petrova", Female},
 		{"Xqzzv", ""},
 	}
 	for _, tt := range tests {

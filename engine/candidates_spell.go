@@ -34,6 +34,8 @@ type spelling struct {
 	records int64
 }
 
+type spellings map[string]spelling
+
 // spelling returns the Latin key to try for an abjad key (one word), or
 // "" when there is none.
 func (e *Engine) spelling(key string) string {
@@ -59,35 +61,46 @@ func (e *Engine) spelling(key string) string {
 }
 
 func (e *Engine) buildSpellIndex() map[string]spelling {
-	index := map[string]spelling{}
+	index := spellings{}
+	e.scanKeys("spelling", abjadCountries, func(key string, n int64) {
+		if s := translit.LatinSkeleton(key); s != "" {
+			index.offer(s, key, n)
+		}
+	})
+	return index
+}
+
+// offer keeps key under k when it has more records than the key there.
+func (m spellings) offer(k, key string, n int64) {
+	if old, ok := m[k]; !ok || n > old.records {
+		m[k] = spelling{key, n}
+	}
+}
+
+// scanKeys calls f with each key of form 0 found in countries (a quoted,
+// comma-separated SQL list) and its records there, in one scan of the
+// names table. A failing scan is logged (no name in the line): the engine
+// answers everything else, without the index being built.
+func (e *Engine) scanKeys(index, countries string, f func(key string, records int64)) {
 	rs, err := e.db.Query(`SELECT key, sum(female + male) FROM names WHERE form = 0 AND (country IN (` +
-		abjadCountries + `) OR country = '' AND sole IN (` + abjadCountries + `)) GROUP BY key`)
+		countries + `) OR country = '' AND sole IN (` + countries + `)) GROUP BY key`)
 	if err != nil {
-		// The engine still answers everything else; abjad names then get
-		// no Latin spelling.
-		slog.Error("names db: build the spelling index", "path", e.path, "err", err)
-		return index
+		slog.Error("names db: build an index", "index", index, "path", e.path, "err", err)
+		return
 	}
 	defer rs.Close()
 	for rs.Next() {
 		var key string
 		var n int64
 		if err := rs.Scan(&key, &n); err != nil {
-			slog.Error("names db: build the spelling index", "path", e.path, "err", err)
-			return index
+			slog.Error("names db: build an index", "index", index, "path", e.path, "err", err)
+			return
 		}
-		s := translit.LatinSkeleton(key)
-		if s == "" {
-			continue
-		}
-		if old, ok := index[s]; !ok || n > old.records {
-			index[s] = spelling{key, n}
-		}
+		f(key, n)
 	}
 	if err := rs.Err(); err != nil {
-		slog.Error("names db: build the spelling index", "path", e.path, "err", err)
+		slog.Error("names db: build an index", "index", index, "path", e.path, "err", err)
 	}
-	return index
 }
 
 // cyrillicCountries write names in Cyrillic; their data answers a Latin
@@ -113,32 +126,14 @@ func (e *Engine) cyrillicSpelling(key string) string {
 }
 
 func (e *Engine) buildCyrillicIndex() map[string]spelling {
-	index := map[string]spelling{}
-	rs, err := e.db.Query(`SELECT key, sum(female + male) FROM names WHERE form = 0 AND (country IN (` +
-		cyrillicCountries + `) OR country = '' AND sole IN (` + cyrillicCountries + `)) GROUP BY key`)
-	if err != nil {
-		slog.Error("names db: build the Cyrillic index", "path", e.path, "err", err)
-		return index
-	}
-	defer rs.Close()
-	for rs.Next() {
-		var key string
-		var n int64
-		if err := rs.Scan(&key, &n); err != nil {
-			slog.Error("names db: build the Cyrillic index", "path", e.path, "err", err)
-			return index
-		}
+	index := spellings{}
+	e.scanKeys("cyrillic", cyrillicCountries, func(key string, n int64) {
 		if translit.ScriptOf(key) != translit.Cyrillic {
-			continue
+			return
 		}
 		for _, v := range translit.ToLatin(key) {
-			if old, ok := index[v]; !ok || n > old.records {
-				index[v] = spelling{key, n}
-			}
+			index.offer(v, key, n)
 		}
-	}
-	if err := rs.Err(); err != nil {
-		slog.Error("names db: build the Cyrillic index", "path", e.path, "err", err)
-	}
+	})
 	return index
 }

@@ -18,12 +18,12 @@ import (
 const abjadCountries = "'AE','BH','DZ','EG','IQ','JO','KW','LB','LY','MA','OM','PS','QA','SA','SD','SY'," +
 	"'TN','YE','IR','AF','PK','MR','TJ','AZ','BD','KM','SO','DJ'"
 
-// speller finds the Latin spelling of a name written in Arabic script: of the
-// Latin names of abjadCountries with one of its skeletons (see
-// translit.Skeletons), the one with the most records in those countries. Its index holds one key per
-// skeleton and is built from the global rows on the first abjad name an
-// engine sees, in one scan of the names table, so that opening an engine
-// stays fast.
+// speller finds the Latin spelling of a name written in Arabic script: of
+// the Latin names of abjadCountries with one of its skeletons (see
+// translit.Skeletons), the one with the most records in those countries.
+// Its index holds one key per skeleton and is built on the first such
+// name an engine sees, in one scan of the names table (about a second on a
+// busy machine, once per process), so that opening an engine stays fast.
 type speller struct {
 	once  sync.Once
 	index map[string]spelling // skeleton -> the best-supported Latin key

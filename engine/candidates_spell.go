@@ -15,18 +15,33 @@ import (
 // for names sent in that script. Drawn from all Latin names instead, the
 // best-supported name with the same consonants is too often a Western one
 // (سامر, Samer, read as Summer; فرانک, Faranak, as Frank).
-const abjadCountries = "'AE','BH','DZ','EG','IQ','JO','KW','LB','LY','MA','OM','PS','QA','SA','SD','SY'," +
-	"'TN','YE','IR','AF','PK','MR','TJ','AZ','BD','KM','SO','DJ'"
+var abjadCountries = countrySet("AE BH DZ EG IQ JO KW LB LY MA OM PS QA SA SD SY TN YE IR AF PK MR TJ AZ BD KM SO DJ")
 
-// speller finds the Latin spelling of a name written in Arabic script: of
-// the Latin names of abjadCountries with one of its skeletons (see
-// translit.Skeletons), the one with the most records in those countries.
-// Its index holds one key per skeleton and is built on the first such
-// name an engine sees, in one scan of the names table (about a second on a
-// busy machine, once per process), so that opening an engine stays fast.
-type speller struct {
-	once  sync.Once
-	index map[string]spelling // skeleton -> the best-supported Latin key
+// cyrillicCountries write names in Cyrillic; their data answers a Latin
+// name the rest of the data does not know (Agafya, Oktyabrina), under the
+// Cyrillic name whose Latin spellings include it.
+var cyrillicCountries = countrySet("RU UA BY BG KZ MK RS KG MN")
+
+func countrySet(codes string) map[string]bool {
+	m := map[string]bool{}
+	for _, c := range strings.Fields(codes) {
+		m[c] = true
+	}
+	return m
+}
+
+// spellIndex holds what the engine needs to cross scripts, from one scan
+// of the names table (about half a second on an idle machine), started by
+// Open in the background; the first name that needs it waits for it, so
+// answers never depend on timing.
+type spellIndex struct {
+	once sync.Once
+	// latin: skeleton (translit.Skeletons) -> the Latin name of
+	// abjadCountries with the most records there.
+	latin spellings
+	// cyrillic: Latin spelling (translit.ToLatin) -> the Cyrillic name of
+	// cyrillicCountries with the most records there.
+	cyrillic spellings
 }
 
 type spelling struct {
@@ -36,8 +51,21 @@ type spelling struct {
 
 type spellings map[string]spelling
 
-// spelling returns the Latin key to try for an abjad key (one word), or
-// "" when there is none.
+// offer keeps key under k when it has more records than the key there.
+func (m spellings) offer(k, key string, n int64) {
+	if old, ok := m[k]; !ok || n > old.records || n == old.records && key < old.key {
+		m[k] = spelling{key, n}
+	}
+}
+
+// spellings returns the engine's index, built on first use.
+func (e *Engine) spellings() *spellIndex {
+	e.spell.once.Do(e.buildSpellIndex)
+	return &e.spell
+}
+
+// spelling returns the Latin key to try for an Arabic-script key (one
+// word), or "" when there is none.
 func (e *Engine) spelling(key string) string {
 	// Hebrew names are answered in their own script (the Israeli data is
 	// written in it); matched to the Arabic-world Latin names they did
@@ -49,70 +77,15 @@ func (e *Engine) spelling(key string) string {
 	if len(skels) == 0 {
 		return ""
 	}
-	e.spell.once.Do(func() { e.spell.index = e.buildSpellIndex() })
+	idx := e.spellings()
 	// The skeletons come likeliest reading first; the first one found
 	// answers (a long vowel read as such before read as nothing).
 	for _, s := range skels {
-		if sp, ok := e.spell.index[s]; ok {
+		if sp, ok := idx.latin[s]; ok {
 			return sp.key
 		}
 	}
 	return ""
-}
-
-func (e *Engine) buildSpellIndex() map[string]spelling {
-	index := spellings{}
-	e.scanKeys("spelling", abjadCountries, func(key string, n int64) {
-		if s := translit.LatinSkeleton(key); s != "" {
-			index.offer(s, key, n)
-		}
-	})
-	return index
-}
-
-// offer keeps key under k when it has more records than the key there.
-func (m spellings) offer(k, key string, n int64) {
-	if old, ok := m[k]; !ok || n > old.records {
-		m[k] = spelling{key, n}
-	}
-}
-
-// scanKeys calls f with each key of form 0 found in countries (a quoted,
-// comma-separated SQL list) and its records there, in one scan of the
-// names table. A failing scan is logged (no name in the line): the engine
-// answers everything else, without the index being built.
-func (e *Engine) scanKeys(index, countries string, f func(key string, records int64)) {
-	rs, err := e.db.Query(`SELECT key, sum(female + male) FROM names WHERE form = 0 AND (country IN (` +
-		countries + `) OR country = '' AND sole IN (` + countries + `)) GROUP BY key`)
-	if err != nil {
-		slog.Error("names db: build an index", "index", index, "path", e.path, "err", err)
-		return
-	}
-	defer rs.Close()
-	for rs.Next() {
-		var key string
-		var n int64
-		if err := rs.Scan(&key, &n); err != nil {
-			slog.Error("names db: build an index", "index", index, "path", e.path, "err", err)
-			return
-		}
-		f(key, n)
-	}
-	if err := rs.Err(); err != nil {
-		slog.Error("names db: build an index", "index", index, "path", e.path, "err", err)
-	}
-}
-
-// cyrillicCountries write names in Cyrillic; their data answers a Latin
-// name the rest of the data does not know (Yaroslava, Vsevolod), under
-// the Cyrillic name whose Latin spellings include it.
-const cyrillicCountries = "'RU','UA','BY','BG','KZ','MK','RS','KG','MN','TJ'"
-
-// cyrillicIndex maps the Latin spellings of the Cyrillic names in the
-// database (translit.ToLatin) to the best-supported Cyrillic name.
-type cyrillicIndex struct {
-	once  sync.Once
-	index map[string]spelling
 }
 
 // cyrillicSpelling returns the Cyrillic key whose Latin spellings include
@@ -121,19 +94,59 @@ func (e *Engine) cyrillicSpelling(key string) string {
 	if strings.IndexByte(key, ' ') >= 0 || translit.ScriptOf(key) != translit.Latin {
 		return ""
 	}
-	e.cyr.once.Do(func() { e.cyr.index = e.buildCyrillicIndex() })
-	return e.cyr.index[namekey.Fold(key)].key
+	return e.spellings().cyrillic[namekey.Fold(key)].key
 }
 
-func (e *Engine) buildCyrillicIndex() map[string]spelling {
-	index := spellings{}
-	e.scanKeys("cyrillic", cyrillicCountries, func(key string, n int64) {
-		if translit.ScriptOf(key) != translit.Cyrillic {
+// buildSpellIndex reads the keys of abjadCountries and cyrillicCountries
+// with their records there, in one scan. A failing scan is logged (no name
+// in the line): the engine answers everything else, without crossing
+// scripts this way.
+func (e *Engine) buildSpellIndex() {
+	e.spell.latin, e.spell.cyrillic = spellings{}, spellings{}
+	var in []string
+	for c := range abjadCountries {
+		in = append(in, "'"+c+"'")
+	}
+	for c := range cyrillicCountries {
+		in = append(in, "'"+c+"'")
+	}
+	list := strings.Join(in, ",")
+	rs, err := e.db.Query(`SELECT key, coalesce(sole, country), female + male FROM names WHERE form = 0 AND (country IN (` +
+		list + `) OR country = '' AND sole IN (` + list + `))`)
+	if err != nil {
+		slog.Error("names db: build the spelling index", "path", e.path, "err", err)
+		return
+	}
+	defer rs.Close()
+	latin, cyrillic := map[string]int64{}, map[string]int64{}
+	for rs.Next() {
+		var key, country string
+		var n int64
+		if err := rs.Scan(&key, &country, &n); err != nil {
+			slog.Error("names db: build the spelling index", "path", e.path, "err", err)
 			return
 		}
-		for _, v := range translit.ToLatin(key) {
-			index.offer(v, key, n)
+		switch {
+		case abjadCountries[country]:
+			latin[key] += n
+		case cyrillicCountries[country]:
+			cyrillic[key] += n
 		}
-	})
-	return index
+	}
+	if err := rs.Err(); err != nil {
+		slog.Error("names db: build the spelling index", "path", e.path, "err", err)
+	}
+	for key, n := range latin {
+		if s := translit.LatinSkeleton(key); s != "" {
+			e.spell.latin.offer(s, key, n)
+		}
+	}
+	for key, n := range cyrillic {
+		if translit.ScriptOf(key) != translit.Cyrillic {
+			continue
+		}
+		for _, v := range translit.ToLatin(key) {
+			e.spell.cyrillic.offer(v, key, n)
+		}
+	}
 }

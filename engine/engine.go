@@ -53,9 +53,8 @@ type Engine struct {
 	cache  *ristretto.Cache[string, answer] // nil when disabled
 	stmts  []*sql.Stmt                      // stmts[i] looks up batchSizes[i] keys
 	shared bool
-	extra  extraStmts    // lookups with (key, country) pairs, prepared on first use
-	spell  speller       // Latin spellings of Arabic-script names, built on first use
-	cyr    cyrillicIndex // Cyrillic names of Latin spellings, built on first use
+	extra  extraStmts // lookups with (key, country) pairs, prepared on first use
+	spell  spellIndex // crossing scripts (see candidates_spell.go), built from Open in the background
 }
 
 // batchSizes are the sizes of the prepared IN (...) lists; a lookup of n
@@ -108,6 +107,7 @@ func Open(path string, opts Options) (*Engine, error) {
 		db.Close()
 		return nil, fmt.Errorf("open names db %s: %w", path, err)
 	}
+	go e.spellings()
 	return e, nil
 }
 
@@ -200,6 +200,7 @@ func (e *Engine) Close() error {
 	if e.shared {
 		return nil
 	}
+	e.spellings() // the background build reads the database
 	for _, s := range e.stmts {
 		s.Close()
 	}

@@ -35,6 +35,9 @@ func openTest(tb testing.TB, opts Options) *Engine {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { e.Close() })
+	// Open starts the spelling index in the background: wait for it, so
+	// that no benchmark measures it.
+	e.spellings()
 	return e
 }
 

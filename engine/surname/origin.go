@@ -2,6 +2,7 @@ package surname
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"github.com/genderize-kong/genderize/schema/namekey"
 )
@@ -34,7 +35,7 @@ func countries(key, k string) []string {
 		return hu
 	}
 	for _, r := range originSuffixes {
-		if strings.HasSuffix(key, r.suffix) && len([]rune(key)) >= r.minLen ||
+		if strings.HasSuffix(key, r.suffix) && utf8.RuneCountInString(key) >= r.minLen ||
 			strings.HasSuffix(k, r.suffix) && len(k) >= r.minLen {
 			return r.countries
 		}

@@ -9,6 +9,7 @@ package surname
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"github.com/genderize-kong/genderize/schema/namekey"
 )
@@ -99,19 +100,36 @@ func Gender(key string) Evidence {
 
 func gender(key, folded string) Evidence {
 	best := suffixRule{lr: 1}
-	for _, r := range suffixRules {
-		if len(r.suffix) <= len(best.suffix) {
+	for _, k := range [2]string{key, folded} {
+		if k == "" {
 			continue
 		}
-		for _, k := range [2]string{key, folded} {
-			if strings.HasSuffix(k, r.suffix) && len([]rune(k)) >= r.minLen {
+		n := -1 // runes in k, counted when first needed
+		for _, r := range suffixesByLastByte[k[len(k)-1]] {
+			if len(r.suffix) <= len(best.suffix) || !strings.HasSuffix(k, r.suffix) {
+				continue
+			}
+			if n < 0 {
+				n = utf8.RuneCountInString(k)
+			}
+			if n >= r.minLen {
 				best = r
-				break
 			}
 		}
 	}
 	return best.lr
 }
+
+// suffixesByLastByte holds suffixRules by the last byte of their suffix:
+// a surname is compared with the few rules its last byte allows.
+var suffixesByLastByte = func() map[byte][]suffixRule {
+	m := map[byte][]suffixRule{}
+	for _, r := range suffixRules {
+		b := r.suffix[len(r.suffix)-1]
+		m[b] = append(m[b], r)
+	}
+	return m
+}()
 
 // Tradition is the naming tradition a surname marks.
 type Tradition int

@@ -76,8 +76,8 @@ func TestRun(t *testing.T) {
 		{args: nil, want: []string{
 			"consumer goldie (11111111-1111-4111-8111-111111111111) gold 50 7 43",
 			"consumer plain (22222222-2222-4222-8222-222222222222) free 10 12 0", // over: remaining 0
-			"consumer twoplans (33333333-3333-4333-8333-333333333333) ? ? 1 ?",  // the plugin refuses it
-			"consumer 99999999-9999-4999-8999-999999999999 ? ? 2 ?",             // not in kong.yml
+			"consumer twoplans (33333333-3333-4333-8333-333333333333) ? ? 1 ?",   // the plugin refuses it
+			"consumer 99999999-9999-4999-8999-999999999999 ? ? 2 ?",              // not in kong.yml
 			"ip 2001:db8::1 key-less 5 4 1",
 		}},
 		{args: []string{"-consumer", "goldie"}, want: []string{"consumer goldie (11111111-1111-4111-8111-111111111111) gold 50 7 43"}},

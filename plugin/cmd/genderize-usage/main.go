@@ -205,10 +205,11 @@ func openStore(cfg *kongConfig, quotaPath string, writable bool) (quota.Inspecto
 	}
 	in, ok := s.(quota.Inspector)
 	if !ok {
-		s.Close()
 		return nil, nil, fmt.Errorf("quota policy %s cannot list its counters", policy)
 	}
-	return in, func() { s.Close() }, nil
+	// Stores from quota.Open are shared by the process and never closed;
+	// the command's exit releases the connections.
+	return in, func() {}, nil
 }
 
 // row is one caller's count in one window, as printed.

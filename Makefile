@@ -65,13 +65,15 @@ test: build $(DB)
 # The protocol benchmark runs the plugin and the no-op plugin (the floor
 # the plugin-server protocol imposes) through the stand-in, no HTTP; the
 # no-op runs on the plugin's own server and on go-pdk's stock one.
+# BENCHFLAGS adds kong-standin flags, e.g. "-compare old/genderize
+# -compare-kong-yml old/kong.yml" to measure an earlier build alongside.
 bench: build $(DB)
 	GENDERIZE_DB=$(abspath $(DB)) $(GO) test -run '^$$' -bench . -benchmem ./engine/
 	$(GO) build -o $(BIN)/noop ./testing/cmd/noop
 	$(GO) build -o $(BIN)/noop-gopdk ./testing/cmd/noop-gopdk
 	$(BIN)/kong-standin -bench -kong-yml kong/kong.yml -plugin $(BIN)/genderize \
 		-noop $(BIN)/noop -noop-stock $(BIN)/noop-gopdk \
-		-db $(abspath $(DB)) -conns 16 -duration 3s
+		-db $(abspath $(DB)) -conns 16 -duration 3s $(BENCHFLAGS)
 
 vet:
 	$(GO) vet ./...

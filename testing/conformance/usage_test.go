@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/genderize-kong/genderize/testing/redisserver"
 	"github.com/genderize-kong/genderize/testing/standin"
 )
 
@@ -26,18 +28,34 @@ type usageRow struct {
 	Ended      bool   `json:"ended"`
 }
 
-// TestUsageCommand fills a quota file through the stand-in and the plugin,
-// then reads it with genderize-usage as an administrator would, and resets
-// one consumer.
+// TestUsageCommand fills the quota store (the local file, then Redis)
+// through the stand-in and the plugin, then reads it with genderize-usage
+// as an administrator would, and resets one consumer.
 func TestUsageCommand(t *testing.T) {
 	tool := buildTool(t, "plugin/cmd/genderize-usage")
+	t.Run("local", func(t *testing.T) { testUsage(t, tool, "local") })
+	t.Run("redis", func(t *testing.T) { testUsage(t, tool, "redis") })
+}
+
+func testUsage(t *testing.T, tool, policy string) {
 	consumers := []standin.Consumer{
 		{ID: "6f1c1a52-0000-4000-8000-000000000001", Username: "usage-basic", Tags: []string{"plan:basic", "subscription:active"},
 			KeyauthCredentials: []standin.Credential{{Key: "usage-basic-key"}}},
 		{ID: "6f1c1a52-0000-4000-8000-000000000002", Username: "usage-free", Tags: []string{"subscription:active"},
 			KeyauthCredentials: []standin.Credential{{Key: "usage-free-key"}}},
 	}
-	e := newEnv(t, envConfig{consumers: consumers})
+	overrides := map[string]any{}
+	redisPort := 0
+	if policy == "redis" {
+		srv := redisserver.Run(t, redisserver.Options{})
+		redisPort = srv.Port
+		overrides = map[string]any{
+			"quota_policy":   "redis",
+			"redis":          map[string]any{"host": "127.0.0.1", "port": srv.Port, "timeout": 2000},
+			"fault_tolerant": false,
+		}
+	}
+	e := newEnv(t, envConfig{consumers: consumers, overrides: overrides})
 	basic := caller{key: "usage-basic-key", ip: e.ip(), limit: 100000, month: true}
 	free := caller{key: "usage-free-key", ip: e.ip(), limit: 2500, month: true}
 	anon := e.keylessCaller()
@@ -60,6 +78,14 @@ func TestUsageCommand(t *testing.T) {
 	yml := strings.Replace(string(kongYML), "quota_path: /var/lib/genderize/quota.db", "quota_path: "+quotaPath, 1)
 	if yml == string(kongYML) {
 		t.Fatal("kong.yml has no quota_path line to point at the test's file")
+	}
+	if policy == "redis" {
+		before := yml
+		yml = strings.Replace(yml, "quota_policy: local", "quota_policy: redis", 1)
+		yml = strings.Replace(yml, "redis:\n            port: 6379\n", fmt.Sprintf("redis:\n            host: 127.0.0.1\n            port: %d\n", redisPort), 1)
+		if strings.Count(yml, "127.0.0.1") != strings.Count(before, "127.0.0.1")+1 || !strings.Contains(yml, "quota_policy: redis") {
+			t.Fatal("kong.yml has no quota_policy and redis record to point at the test's server")
+		}
 	}
 	for _, c := range consumers {
 		yml += "  - id: " + c.ID + "\n    username: " + c.Username + "\n    tags: [\"" + strings.Join(c.Tags, `", "`) + "\"]\n"
@@ -137,7 +163,7 @@ func TestUsageCommand(t *testing.T) {
 		t.Errorf("-ip: %v", rows)
 	}
 	table, code := usage()
-	t.Logf("genderize-usage:\n%s", table)
+	t.Logf("genderize-usage (%s):\n%s", policy, table)
 	if code != 0 || !strings.Contains(table, "consumer usage-basic ("+consumers[0].ID+")") || !strings.Contains(table, "WINDOW END") {
 		t.Errorf("table (exit %d):\n%s", code, table)
 	}

@@ -16,7 +16,6 @@ import (
 type kongConfig struct {
 	path      string
 	plugin    *plugin.Config // with the plugin's defaults under it
-	raw       map[string]any // the plugin's config as written
 	consumers []consumer
 }
 
@@ -76,7 +75,7 @@ func loadKongYML(path string) (*kongConfig, error) {
 		if err != nil {
 			return nil, fmt.Errorf("kong.yml %s: genderize plugin config: %w", path, err)
 		}
-		cfg.plugin, cfg.raw = c, p.Config
+		cfg.plugin = c
 		return cfg, nil
 	}
 	return nil, fmt.Errorf("kong.yml %s: no genderize plugin", path)
@@ -152,44 +151,18 @@ func planOf(tags []string, defaultPlan string) string {
 	return plan
 }
 
-// storeOptions are the quota options of a policy other than local, from
-// the plugin's redis record (the fields of Kong's rate-limiting plugin).
-func (c *kongConfig) storeOptions() (quota.Options, error) {
-	var o quota.Options
-	rec, _ := c.raw["redis"].(map[string]any)
-	if rec == nil {
-		return o, fmt.Errorf("kong.yml %s: quota_policy %s without a redis record", c.path, c.plugin.QuotaPolicy)
-	}
-	str := func(k string) string {
-		switch v := rec[k].(type) {
-		case string:
-			return v
-		case []any: // an address list
-			parts := make([]string, len(v))
-			for i, p := range v {
-				parts[i] = fmt.Sprint(p)
-			}
-			return strings.Join(parts, ",")
-		}
-		return ""
-	}
-	num := func(k string) int {
-		if v, ok := rec[k].(int); ok {
-			return v
-		}
-		return 0
-	}
-	flag := func(k string) bool { v, _ := rec[k].(bool); return v }
-	o.Redis = quota.RedisOptions{
-		Host: str("host"), Port: num("port"), Username: str("username"), Password: str("password"),
-		Database: num("database"), SSL: flag("ssl"), SSLVerify: flag("ssl_verify"), ServerName: str("server_name"),
-		Timeout:          time.Duration(num("timeout")) * time.Millisecond,
-		ClusterAddresses: str("cluster_addresses"), SentinelMaster: str("sentinel_master"),
-		SentinelAddresses: str("sentinel_addresses"), SentinelUsername: str("sentinel_username"),
-		SentinelPassword: str("sentinel_password"),
-	}
-	if o.Redis.Timeout == 0 {
-		o.Redis.Timeout = 2 * time.Second
-	}
-	return o, nil
+// storeOptions are the quota options of a policy other than local: the
+// plugin's redis record as the plugin reads it (plugin.Config's
+// quotaOptions, which is not exported), without fault tolerance: an
+// administrator wants an error, not this process's own empty counts.
+func (c *kongConfig) storeOptions() quota.Options {
+	r := c.plugin.Redis
+	return quota.Options{Redis: quota.RedisOptions{
+		Host: r.Host, Port: r.Port, Username: r.Username, Password: r.Password,
+		Database: r.Database, SSL: r.SSL, SSLVerify: r.SSLVerify, ServerName: r.ServerName,
+		Timeout:          time.Duration(r.Timeout) * time.Millisecond,
+		ClusterAddresses: strings.Join(r.ClusterAddresses, ","), SentinelMaster: r.SentinelMaster,
+		SentinelAddresses: strings.Join(r.SentinelAddresses, ","), SentinelUsername: r.SentinelUsername,
+		SentinelPassword: r.SentinelPassword,
+	}}
 }

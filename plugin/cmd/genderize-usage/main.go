@@ -195,11 +195,7 @@ func openStore(cfg *kongConfig, quotaPath string, writable bool) (quota.Inspecto
 		}
 		return c, func() { c.Close() }, nil
 	}
-	opts, err := cfg.storeOptions()
-	if err != nil {
-		return nil, nil, err
-	}
-	s, err := quota.Open(policy, opts)
+	s, err := quota.Open(policy, cfg.storeOptions())
 	if err != nil {
 		return nil, nil, err
 	}

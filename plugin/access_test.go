@@ -523,6 +523,8 @@ func TestBadConfig(t *testing.T) {
 		{"throttle_burst", func(c *Config) { c.ThrottleBurst = 0 }},
 		{"quota_policy", func(c *Config) { c.QuotaPolicy = "memory" }},
 		{"quota_path", func(c *Config) { c.QuotaPath = "" }},
+		{"consumer_cache_ttl", func(c *Config) { c.ConsumerCacheTTL = -1 }},
+		{"consumer_cache_ttl", func(c *Config) { c.ConsumerCacheTTL = 61 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.field, func(t *testing.T) {

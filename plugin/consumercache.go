@@ -88,18 +88,12 @@ func (c *consumerCache) put(key string, position int, consumer entities.Consumer
 // ok is false when there is none with a value, or more than one.
 func apikeyArgument(query string) (raw string, position int, ok bool) {
 	n := 0
-	for query != "" {
-		var part string
-		part, query, _ = strings.Cut(query, "&")
-		if part == "" {
-			continue
-		}
-		name, value, hasValue := strings.Cut(part, "=")
-		if isAPIKeyName(name) {
-			if ok || !hasValue || value == "" {
+	for a := range arguments(query) {
+		if isAPIKeyName(a.name) {
+			if ok || !a.hasValue || a.value == "" {
 				return "", 0, false
 			}
-			raw, position, ok = value, n, true
+			raw, position, ok = a.value, n, true
 		}
 		n++
 	}

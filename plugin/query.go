@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"iter"
 	"net/url"
 	"strings"
 	"unicode"
@@ -42,14 +43,9 @@ func parseQuery(raw string, maxBatch, maxNameLength int) query {
 		countries  int
 		badCountry bool
 	)
-	for raw != "" {
-		var param string
-		param, raw, _ = strings.Cut(raw, "&")
-		if param == "" {
-			continue
-		}
-		rawKey, rawValue, _ := strings.Cut(param, "=")
-		key, err := url.QueryUnescape(rawKey)
+	for a := range arguments(raw) {
+		rawValue := a.value
+		key, err := url.QueryUnescape(a.name)
 		if err != nil {
 			continue // a parameter we cannot name is not one of ours
 		}
@@ -100,6 +96,33 @@ func parseQuery(raw string, maxBatch, maxNameLength int) query {
 		q.names = nil
 	}
 	return q
+}
+
+// argument is one query argument, still percent-encoded.
+type argument struct {
+	name, value string
+	// hasValue is false for a bare name ("apikey"), true for "apikey=".
+	hasValue bool
+}
+
+// arguments yields a raw query's arguments in order, split as key-auth's
+// ngx.req.get_uri_args splits them: on '&' alone (';' is a literal
+// character in a name), empty parts skipped, each cut at its first '='.
+func arguments(raw string) iter.Seq[argument] {
+	return func(yield func(argument) bool) {
+		for raw != "" {
+			var part string
+			part, raw, _ = strings.Cut(raw, "&")
+			if part == "" {
+				continue
+			}
+			var a argument
+			a.name, a.value, a.hasValue = strings.Cut(part, "=")
+			if !yield(a) {
+				return
+			}
+		}
+	}
 }
 
 // isIndexedName reports whether key is name[N] with N a decimal index.

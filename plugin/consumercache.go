@@ -1,7 +1,6 @@
 package plugin
 
 import (
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -105,9 +104,11 @@ func isAPIKeyName(name string) bool {
 	if name == "apikey" {
 		return true
 	}
-	if len(name) < len("apikey") || !strings.ContainsAny(name, "%+") {
+	// Escaped, "apikey" is at most 18 bytes long.
+	if len(name) < len("apikey") || len(name) > 3*len("apikey") || !needsUnescape(name) {
 		return false
 	}
-	decoded, err := url.QueryUnescape(name)
-	return err == nil && decoded == "apikey"
+	var buf [3 * len("apikey")]byte
+	decoded, ok := appendUnescaped(buf[:0], name)
+	return ok && string(decoded) == "apikey"
 }

@@ -260,7 +260,7 @@ func splitRequestLine(line string) (method, query string) {
 func respond(kong *pdk.PDK, d decision) {
 	// Kong does not answer an Exit in the access phase: the error is the
 	// connection closing, as with go-pdk's Exit, which ignores it too.
-	_ = kong.Response.Ask("kong.response.exit", &kong_plugin_protocol.ExitArgs{Status: int32(d.status), Body: d.body, Headers: headers(&d)}, nil)
+	_ = kong.Response.Ask("kong.response.exit", exitArgs(&d), nil)
 	// Exit closes the connection to Kong: nothing may follow it.
 	kong.Response.Close()
 }

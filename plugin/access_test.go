@@ -58,7 +58,7 @@ type want struct {
 	reset     string
 }
 
-func check(t *testing.T, label string, got *exitArgs, w want) {
+func check(t *testing.T, label string, got *exitResult, w want) {
 	t.Helper()
 	if got.status != w.status || string(got.body) != w.body {
 		t.Errorf("%s: %d %s\nwant %d %s", label, got.status, got.body, w.status, w.body)

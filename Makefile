@@ -61,6 +61,8 @@ run: build $(DB)
 test: build $(DB)
 	$(GO) vet ./...
 	GENDERIZE_DB=$(abspath $(DB)) GENDERIZE_DATA=$(abspath $(DATA)) $(GO) test -count=1 ./...
+	# The conformance suite again without the consumer cache (kong.yml: 1 s).
+	GENDERIZE_DB=$(abspath $(DB)) GENDERIZE_CONSUMER_CACHE_TTL=0 $(GO) test -count=1 ./testing/conformance/
 
 # The protocol benchmark runs the plugin and the no-op plugin (the floor
 # the plugin-server protocol imposes) through the stand-in, no HTTP; the

@@ -4,6 +4,8 @@
 //	genderize-db info names.db                     sources, licences, rows, countries
 //	genderize-db query names.db [-country XX] NAME...
 //	                                               print the JSON the API would return
+//	genderize-db eval [-country-col] [-plot FILE] [-target 0.03] names.db labelled.tsv
+//	                                               score the answers against labelled names
 //
 // FILES are gzip'd or plain TSV in the long format (name, country, sex,
 // count), lexicons (locale, sex, name), or the US SSA's yobYYYY.txt files
@@ -32,6 +34,7 @@ const usage = `usage:
   genderize-db build -o names.db FILES...
   genderize-db info names.db
   genderize-db query names.db [-country XX] NAME...
+  genderize-db eval [-country-col] [-plot FILE] [-target 0.03] names.db labelled.tsv
 `
 
 func main() {
@@ -58,6 +61,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return info(args[1:], stdout)
 	case "query":
 		return query(args[1:], stdout)
+	case "eval":
+		return eval(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -94,6 +94,11 @@ type Answer struct {
 	Truth, Pred Label
 	Probability float64 // stated probability of Pred
 	Count       int64   // records behind the answer
+	// Observed is how right the answer is, for calibration: 1 or 0 for a
+	// label of one person; for a label that stands for many people (a
+	// name with its female and male counts), the share of them that have
+	// the predicted gender.
+	Observed float64
 }
 
 // Right reports whether the prediction is the true gender.
@@ -108,9 +113,20 @@ type Result struct {
 // Add scores one row. A row whose true gender is u is counted in the
 // matrix (its row is never read) and kept out of the answers.
 func (r *Result) Add(truth, pred Label, probability float64, count int64) {
+	observed := 0.0
+	if truth == pred {
+		observed = 1
+	}
+	r.AddShare(truth, pred, probability, count, observed)
+}
+
+// AddShare is Add for a label that stands for many people: observed is the
+// share of them that have the predicted gender. The metrics count the row
+// under truth (the majority); the calibration tables use observed.
+func (r *Result) AddShare(truth, pred Label, probability float64, count int64, observed float64) {
 	r.Confusion.Add(truth, pred)
 	if truth != Unknown && pred != Unknown {
-		r.Answers = append(r.Answers, Answer{truth, pred, probability, count})
+		r.Answers = append(r.Answers, Answer{truth, pred, probability, count, observed})
 	}
 }
 
@@ -119,7 +135,7 @@ type Bucket struct {
 	Label    string
 	N        int64
 	Stated   float64 // mean stated probability
-	Observed float64 // share of right answers
+	Observed float64 // mean Observed: the share of right answers
 }
 
 // Gap is the observed accuracy minus the stated probability: negative when
@@ -173,9 +189,7 @@ func buckets(answers []Answer, labels []string, index func(Answer) int) []Bucket
 		b := &out[index(a)]
 		b.N++
 		b.Stated += a.Probability
-		if a.Right() {
-			b.Observed++
-		}
+		b.Observed += a.Observed
 	}
 	for i := range out {
 		if out[i].N > 0 {

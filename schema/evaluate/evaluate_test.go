@@ -63,25 +63,46 @@ func TestParseLabel(t *testing.T) {
 	}
 }
 
+type row struct {
+	truth, pred Label
+	probability float64
+	count       int64
+}
+
 // result builds a Result from (truth, pred, probability, count) rows.
-func result(rows ...Answer) *Result {
+func result(rows ...row) *Result {
 	r := &Result{}
 	for _, a := range rows {
-		r.Add(a.Truth, a.Pred, a.Probability, a.Count)
+		r.Add(a.truth, a.pred, a.probability, a.count)
 	}
 	return r
 }
 
+func TestAddShare(t *testing.T) {
+	r := &Result{}
+	r.AddShare(Female, Female, 0.7, 50, 0.6) // a name 60% female, answered female
+	r.AddShare(Male, Female, 0.9, 50, 0.4)   // a name 60% male, answered female
+	r.AddShare(Male, Unknown, 0, 0, 0)
+	m := r.Confusion.Metrics()
+	if m.Scored != 3 || m.Answered != 2 || !near(m.ErrorCodedWithoutNA, 0.5) {
+		t.Errorf("metrics %+v, want 3 scored, 2 answered, errorCodedWithoutNA 0.5", m)
+	}
+	b := r.ByCount()[1]
+	if b.N != 2 || !near(b.Stated, 0.8) || !near(b.Observed, 0.5) {
+		t.Errorf("count bucket 10-99 = %+v, want 2 answers, stated 0.8, observed 0.5", b)
+	}
+}
+
 func TestCalibration(t *testing.T) {
 	r := result(
-		Answer{Female, Female, 0.55, 5},
-		Answer{Female, Male, 0.65, 5},   // wrong
-		Answer{Male, Male, 0.95, 50},    // [0.95,0.99)
-		Answer{Male, Male, 0.97, 500},   // [0.95,0.99)
-		Answer{Male, Female, 0.99, 500}, // wrong, [0.99,1]
-		Answer{Female, Female, 1, 20000},
-		Answer{Female, Unknown, 0, 0}, // not an answer
-		Answer{Unknown, Male, 1, 3},   // no true gender: not scored
+		row{Female, Female, 0.55, 5},
+		row{Female, Male, 0.65, 5},   // wrong
+		row{Male, Male, 0.95, 50},    // [0.95,0.99)
+		row{Male, Male, 0.97, 500},   // [0.95,0.99)
+		row{Male, Female, 0.99, 500}, // wrong, [0.99,1]
+		row{Female, Female, 1, 20000},
+		row{Female, Unknown, 0, 0}, // not an answer
+		row{Unknown, Male, 1, 3},   // no true gender: not scored
 	)
 	byP := r.ByProbability()
 	want := map[string]Bucket{
@@ -121,12 +142,12 @@ func TestCalibration(t *testing.T) {
 
 func TestThresholds(t *testing.T) {
 	r := result(
-		Answer{Female, Male, 0.6, 3},     // wrong
-		Answer{Female, Female, 0.6, 40},  // right, same probability as the wrong one
-		Answer{Male, Female, 0.8, 12},    // wrong
-		Answer{Male, Male, 0.9, 200},     // right
-		Answer{Female, Female, 0.99, 15}, // right
-		Answer{Female, Unknown, 0, 0},
+		row{Female, Male, 0.6, 3},     // wrong
+		row{Female, Female, 0.6, 40},  // right, same probability as the wrong one
+		row{Male, Female, 0.8, 12},    // wrong
+		row{Male, Male, 0.9, 200},     // right
+		row{Female, Female, 0.99, 15}, // right
+		row{Female, Unknown, 0, 0},
 	)
 	// 5 answers, 2 wrong. Probability >= 0.6: 2/5; >= 0.8: 1/3; >= 0.9: 0/2.
 	tests := []struct {
@@ -153,7 +174,7 @@ func TestThresholds(t *testing.T) {
 		t.Errorf("CountThreshold(0.1) = %+v, want min 15 with 3 answers", th)
 	}
 	// Every answer wrong: no cut-off reaches 0 but dropping them all.
-	bad := result(Answer{Female, Male, 0.9, 10})
+	bad := result(row{Female, Male, 0.9, 10})
 	if th := bad.ProbabilityThreshold(0); th.Reached {
 		t.Errorf("threshold over only wrong answers reached: %+v", th)
 	}

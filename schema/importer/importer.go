@@ -102,9 +102,20 @@ type seenKey struct {
 // database or a complete new one, also when ctx is cancelled (Ctrl-C).
 // Progress goes to progress (nil: none).
 func Build(ctx context.Context, out string, files []string, progress io.Writer) (*Report, error) {
+	return BuildHoldout(ctx, out, files, progress, nil)
+}
+
+// BuildHoldout is Build keeping the names that holdout selects out of the
+// database and writing them, labelled, to holdout.Out once the database
+// is in place. A nil holdout is Build.
+func BuildHoldout(ctx context.Context, out string, files []string, progress io.Writer, holdout *Holdout) (*Report, error) {
 	if len(files) == 0 {
 		return nil, errors.New("no input files")
 	}
+	if holdout != nil && !(holdout.Share > 0 && holdout.Share < 1) {
+		return nil, fmt.Errorf("holdout share %v: want a share strictly between 0 and 1", holdout.Share)
+	}
+	held := map[heldEntry]tally{}
 	st := newStatus(progress)
 	type source struct {
 		id, format string
@@ -175,6 +186,11 @@ func Build(ctx context.Context, out string, files []string, progress io.Writer) 
 					return
 				}
 				e := entry{key, country}
+				if holdout.keeps(s.id, key) {
+					drop(DropHeldOut)
+					held[heldEntry{e, s.id}] = held[heldEntry{e, s.id}].add(female, n)
+					return
+				}
 				sk := seenKey{e, female}
 				if _, dup := seen[sk]; dup {
 					sr.Merged++
@@ -183,13 +199,7 @@ func Build(ctx context.Context, out string, files []string, progress io.Writer) 
 					sr.Kept++
 				}
 				countries[country] = struct{}{}
-				t := data[e]
-				if female {
-					t.female += n
-				} else {
-					t.male += n
-				}
-				data[e] = t
+				data[e] = data[e].add(female, n)
 			})
 			if err != nil {
 				return nil, err
@@ -218,6 +228,12 @@ func Build(ctx context.Context, out string, files []string, progress io.Writer) 
 		return nil, err
 	}
 	st.line("wrote %s: %d keys, %d countries, %d rows", out, report.Keys, report.Countries, report.Rows)
+	if holdout != nil {
+		if err := writeHeldOut(holdout.Out, held); err != nil {
+			return nil, fmt.Errorf("write held-out names: %w", err)
+		}
+		st.line("held out %d (name, country, source) entries", len(held))
+	}
 	return report, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"unicode"
@@ -33,6 +34,23 @@ type labelled struct {
 	truth, pred           evaluate.Label
 	probability           float64
 	count                 int64
+	// female and male are the records behind the label, when the file
+	// has them (a held-out name): calibration then scores an answer by
+	// the share of those records it is right for.
+	female, male int64
+}
+
+// addTo scores the row in res.
+func (r labelled) addTo(res *evaluate.Result) {
+	if r.female+r.male == 0 || r.pred == evaluate.Unknown {
+		res.Add(r.truth, r.pred, r.probability, r.count)
+		return
+	}
+	right := r.female
+	if r.pred == evaluate.Male {
+		right = r.male
+	}
+	res.AddShare(r.truth, r.pred, r.probability, r.count, float64(right)/float64(r.female+r.male))
 }
 
 func eval(args []string, stdout, stderr io.Writer) error {
@@ -71,7 +89,11 @@ func eval(args []string, stdout, stderr io.Writer) error {
 	if *countryCol {
 		scope = "country_id from the country column"
 	}
-	fmt.Fprintf(stdout, "# %s against %s: %d rows, %s\n\n", setPath, dbPath, len(rows), scope)
+	fmt.Fprintf(stdout, "# %s against %s: %d rows, %s\n", setPath, dbPath, len(rows), scope)
+	if cols.counts {
+		fmt.Fprintln(stdout, "# observed accuracy: the share of the records behind each label (female, male) that have the predicted gender")
+	}
+	fmt.Fprintln(stdout)
 	all := &evaluate.Result{}
 	groups := map[string]map[string]*evaluate.Result{}
 	add := func(kind, value string, r labelled) {
@@ -83,10 +105,10 @@ func eval(args []string, stdout, stderr io.Writer) error {
 			g = &evaluate.Result{}
 			groups[kind][value] = g
 		}
-		g.Add(r.truth, r.pred, r.probability, r.count)
+		r.addTo(g)
 	}
 	for _, r := range rows {
-		all.Add(r.truth, r.pred, r.probability, r.count)
+		r.addTo(all)
 		add("script", r.script, r)
 		if cols.source {
 			add("source", r.source, r)
@@ -119,12 +141,13 @@ func eval(args []string, stdout, stderr io.Writer) error {
 // columns says which optional columns a labelled file has.
 type columns struct {
 	country, source bool
+	counts          bool // female and male: the records behind each label
 }
 
 // readLabelled reads a TSV file (gzip'd when its name ends in .gz) whose
 // first line names the columns: name, or first, middle and last; gender
-// (or sex) f, m or u; optionally country and source. Other columns are
-// ignored.
+// (or sex) f, m or u; optionally country, source, and female and male (the
+// records a label stands for). Other columns are ignored.
 func readLabelled(path string) ([]labelled, columns, error) {
 	var cols columns
 	f, err := os.Open(path)
@@ -163,6 +186,9 @@ func readLabelled(path string) ([]labelled, columns, error) {
 	}
 	_, cols.country = index["country"]
 	_, cols.source = index["source"]
+	_, hasFemale := index["female"]
+	_, hasMale := index["male"]
+	cols.counts = hasFemale && hasMale
 	field := func(fields []string, col string) string {
 		if i, ok := index[col]; ok && i < len(fields) {
 			return strings.TrimSpace(fields[i])
@@ -195,6 +221,14 @@ func readLabelled(path string) ([]labelled, columns, error) {
 		}
 		r := labelled{name: name, truth: truth, script: scriptOf(name),
 			source: field(fields, "source"), country: field(fields, "country")}
+		if cols.counts {
+			var errF, errM error
+			r.female, errF = strconv.ParseInt(field(fields, "female"), 10, 64)
+			r.male, errM = strconv.ParseInt(field(fields, "male"), 10, 64)
+			if err := cmp.Or(errF, errM); err != nil || r.female < 0 || r.male < 0 {
+				return nil, cols, fmt.Errorf("eval: %s:%d: female and male must be counts (%q, %q)", path, line, field(fields, "female"), field(fields, "male"))
+			}
+		}
 		if r.country != "" {
 			c, ok := namekey.CountryCode(r.country)
 			if !ok {

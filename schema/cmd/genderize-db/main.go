@@ -1,6 +1,8 @@
 // Command genderize-db builds and inspects the genderize name database.
 //
 //	genderize-db build -o names.db FILES...        build from name statistics files
+//	genderize-db build -holdout-share 0.1 -holdout-out heldout.tsv -o names-eval.db FILES...
+//	                                               keep a share of each source's names out, labelled
 //	genderize-db info names.db                     sources, licences, rows, countries
 //	genderize-db query names.db [-country XX] NAME...
 //	                                               print the JSON the API would return
@@ -31,7 +33,7 @@ import (
 )
 
 const usage = `usage:
-  genderize-db build -o names.db FILES...
+  genderize-db build [-holdout-share 0.1 -holdout-out heldout.tsv] -o names.db FILES...
   genderize-db info names.db
   genderize-db query names.db [-country XX] NAME...
   genderize-db eval [-country-col] [-plot FILE] [-target 0.03] names.db labelled.tsv
@@ -74,17 +76,36 @@ func build(args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("build", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	out := fs.String("o", "names.db", "database to write")
+	share := fs.Float64("holdout-share", 0, "share of each source's names to keep out of the database (0: none)")
+	heldOut := fs.String("holdout-out", "", "with -holdout-share: file to write the held-out names to, labelled")
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
 	if fs.NArg() == 0 {
 		return fmt.Errorf("build: no input files: %w", errUsage)
 	}
+	if (*share != 0) != (*heldOut != "") {
+		return fmt.Errorf("build: -holdout-share and -holdout-out go together: %w", errUsage)
+	}
 	// Ctrl-C stops the build and removes its temporary file.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if _, err := importer.Build(ctx, *out, fs.Args(), stderr); err != nil {
+	var holdout *importer.Holdout
+	if *heldOut != "" {
+		f, err := os.Create(*heldOut)
+		if err != nil {
+			return fmt.Errorf("build: %w", err)
+		}
+		defer f.Close()
+		holdout = &importer.Holdout{Share: *share, Out: f}
+	}
+	if _, err := importer.BuildHoldout(ctx, *out, fs.Args(), stderr, holdout); err != nil {
 		return fmt.Errorf("build %s: %w", *out, err)
+	}
+	if holdout != nil {
+		if err := holdout.Out.(*os.File).Close(); err != nil {
+			return fmt.Errorf("build: %w", err)
+		}
 	}
 	return nil
 }

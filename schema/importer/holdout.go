@@ -40,12 +40,14 @@ type heldEntry struct {
 	source string
 }
 
-func (t tally) add(female bool, n int64) tally {
+// add counts n records of one sex, worth evidence.
+func (t tally) add(female bool, n int64, evidence float64) tally {
 	if female {
 		t.female += n
 	} else {
 		t.male += n
 	}
+	t.evidence += evidence
 	return t
 }
 

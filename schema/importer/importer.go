@@ -90,7 +90,12 @@ func (s SourceReport) String() string {
 
 type entry struct{ key, country string }
 
-type tally struct{ female, male int64 }
+// tally is what the sources say about an entry: records by sex, and the
+// evidence they are worth (see trust).
+type tally struct {
+	female, male int64
+	evidence     float64
+}
 
 type seenKey struct {
 	entry
@@ -188,7 +193,7 @@ func BuildHoldout(ctx context.Context, out string, files []string, progress io.W
 				e := entry{key, country}
 				if holdout.keeps(s.id, key) {
 					drop(DropHeldOut)
-					held[heldEntry{e, s.id}] = held[heldEntry{e, s.id}].add(female, n)
+					held[heldEntry{e, s.id}] = held[heldEntry{e, s.id}].add(female, n, 0)
 					return
 				}
 				sk := seenKey{e, female}
@@ -199,7 +204,7 @@ func BuildHoldout(ctx context.Context, out string, files []string, progress io.W
 					sr.Kept++
 				}
 				countries[country] = struct{}{}
-				data[e] = data[e].add(female, n)
+				data[e] = data[e].add(female, n, float64(n)*trust(s.id, s.format, country))
 			})
 			if err != nil {
 				return nil, err
@@ -244,6 +249,7 @@ type nameRow struct {
 	female, male int64
 	share        float64
 	sole         string // global rows of a key found in one country only
+	evidence     float64
 }
 
 // countryWeight is the factor a country's counts get in the global model:
@@ -297,6 +303,7 @@ func precompute(data map[entry]tally) (rows []nameRow, weights map[string]float6
 		w := weights[country]
 		p.female += t.female
 		p.male += t.male
+		p.evidence += t.evidence
 		p.wf += float64(t.female) * w
 		p.wm += float64(t.male) * w
 		if newCountry {
@@ -331,6 +338,7 @@ func precompute(data map[entry]tally) (rows []nameRow, weights map[string]float6
 		ft, seen := folded[fe]
 		ft.female += t.female
 		ft.male += t.male
+		ft.evidence += t.evidence
 		folded[fe] = ft
 		add(foldedGlobal, p.fold, e.country, t, !seen)
 	}
@@ -342,7 +350,7 @@ func precompute(data map[entry]tally) (rows []nameRow, weights map[string]float6
 	needed := func(f string) bool { p := foldedGlobal[f]; return p.variants > 1 || p.differs }
 	rows = make([]nameRow, 0, len(exactGlobal)+len(data)/2)
 	global := func(key string, form int, p *pooled) nameRow {
-		r := nameRow{key: key, form: form, female: p.female, male: p.male, share: share(p.wf, p.wm)}
+		r := nameRow{key: key, form: form, female: p.female, male: p.male, share: share(p.wf, p.wm), evidence: p.evidence}
 		if p.countries == 1 {
 			r.sole = p.sole
 			r.share = share(float64(p.female), float64(p.male))
@@ -351,7 +359,7 @@ func precompute(data map[entry]tally) (rows []nameRow, weights map[string]float6
 	}
 	for e, t := range data {
 		if exactGlobal[e.key].countries > 1 {
-			rows = append(rows, nameRow{e.key, e.country, schema.FormExact, t.female, t.male, share(float64(t.female), float64(t.male)), ""})
+			rows = append(rows, nameRow{e.key, e.country, schema.FormExact, t.female, t.male, share(float64(t.female), float64(t.male)), "", t.evidence})
 		}
 	}
 	for k, p := range exactGlobal {
@@ -359,7 +367,7 @@ func precompute(data map[entry]tally) (rows []nameRow, weights map[string]float6
 	}
 	for e, t := range folded {
 		if needed(e.key) && foldedGlobal[e.key].countries > 1 {
-			rows = append(rows, nameRow{e.key, e.country, schema.FormFolded, t.female, t.male, share(float64(t.female), float64(t.male)), ""})
+			rows = append(rows, nameRow{e.key, e.country, schema.FormFolded, t.female, t.male, share(float64(t.female), float64(t.male)), "", t.evidence})
 		}
 	}
 	for k, p := range foldedGlobal {
@@ -467,8 +475,8 @@ func write(ctx context.Context, out string, report *Report, rows []nameRow, weig
 func insertNames(ctx context.Context, tx *sql.Tx, rows []nameRow, st *status) error {
 	const perStmt = 200
 	prepare := func(n int) (*sql.Stmt, error) {
-		q := "INSERT INTO names(key, country, form, female, male, female_share, sole) VALUES " +
-			strings.TrimSuffix(strings.Repeat("(?,?,?,?,?,?,?),", n), ",")
+		q := "INSERT INTO names(key, country, form, female, male, female_share, sole, evidence) VALUES " +
+			strings.TrimSuffix(strings.Repeat("(?,?,?,?,?,?,?,?),", n), ",")
 		return tx.Prepare(q)
 	}
 	full, err := prepare(perStmt)
@@ -476,7 +484,7 @@ func insertNames(ctx context.Context, tx *sql.Tx, rows []nameRow, st *status) er
 		return fmt.Errorf("prepare insert: %w", err)
 	}
 	defer full.Close()
-	args := make([]any, 0, perStmt*7)
+	args := make([]any, 0, perStmt*8)
 	for start := 0; start < len(rows); start += perStmt {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -488,7 +496,7 @@ func insertNames(ctx context.Context, tx *sql.Tx, rows []nameRow, st *status) er
 			if r.sole != "" {
 				sole = r.sole
 			}
-			args = append(args, r.key, r.country, r.form, r.female, r.male, r.share, sole)
+			args = append(args, r.key, r.country, r.form, r.female, r.male, r.share, sole, r.evidence)
 		}
 		stmt := full
 		if len(chunk) < perStmt {

@@ -54,7 +54,7 @@ func TestBuildInfoQuery(t *testing.T) {
 		{[]string{"query", db, "-country", "fr", "Maria"}, `{"name":"Maria","gender":"female","probability":0.98,"count":100,"country_id":"FR"}`},
 		{[]string{"query", db, "MARIA"}, `{"name":"MARIA","gender":"female","probability":0.98,"count":100}`},
 		{[]string{"query", db, "Jean", "Zed"}, `[{"name":"Jean","gender":"male","probability":1.0,"count":50},{"name":"Zed","gender":null,"probability":0.0,"count":0}]`},
-		{[]string{"query", db, "-country", "BR", "Joao"}, `{"name":"Joao","gender":"male","probability":1.0,"count":7,"country_id":"BR"}`},
+		{[]string{"query", db, "-country", "BR", "Joao"}, `{"name":"Joao","gender":"male","probability":0.97,"count":7,"country_id":"BR"}`},
 	}
 	for _, tt := range tests {
 		stdout.Reset()
@@ -98,5 +98,46 @@ func TestUsageErrors(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "x.db")); err == nil {
 		t.Error("a failed build wrote x.db")
+	}
+}
+
+// TestEval scores a labelled file against a tiny database: Maria right,
+// Jean wrong (labelled f), Zed unknown (no answer), Camille u (not scored).
+func TestEval(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "fr_insee.tsv.gz")
+	writeCounts(t, src, "Maria\tFR\tF\t98\nMaria\tFR\tM\t2\nJean\tFR\tM\t50\n")
+	db := filepath.Join(dir, "names.db")
+	var stdout, stderr bytes.Buffer
+	if err := run([]string{"build", "-o", db, src}, &stdout, &stderr); err != nil {
+		t.Fatalf("build: %v\n%s", err, stderr.String())
+	}
+	set := filepath.Join(dir, "set.tsv")
+	os.WriteFile(set, []byte("first\tlast\tgender\tcountry\nMaria\tDupont\tf\tFR\nJean\tMartin\tf\tFR\nZed\t\tm\tFR\nCamille\t\tu\tFR\n"), 0o644)
+	plot := filepath.Join(dir, "r.png")
+	stdout.Reset()
+	if err := run([]string{"eval", "-country-col", "-plot", plot, db, set}, &stdout, &stderr); err != nil {
+		t.Fatalf("eval: %v\n%s", err, stderr.String())
+	}
+	// 3 scored, 2 answered: errorCoded 2/3, without NA 1/2, naCoded 1/3,
+	// bias (mf - fm)/answered = (0 - 1)/2.
+	for _, want := range []string{
+		"all       3         2       0.667                0.500    0.333           -0.500",
+		"[0.99,1.00]        1   1.000     0.000  -1.000", // Jean, wrong at 1.0
+		"minimum probability: not reachable",             // the wrong answer is the surest
+		"minimum count 100: errorCodedWithoutNA 0.000",   // Maria's 100 records
+	} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("eval output lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	if fi, err := os.Stat(plot); err != nil || fi.Size() == 0 {
+		t.Errorf("no reliability diagram: %v", err)
+	}
+	for _, bad := range []string{"name\tgender\nMaria\tx\n", "name\tcountry\nMaria\tFR\n", "name\tgender\tcountry\nMaria\tf\tUK\n"} {
+		os.WriteFile(set, []byte(bad), 0o644)
+		if err := run([]string{"eval", db, set}, &stdout, &stderr); err == nil {
+			t.Errorf("eval accepted %q", bad)
+		}
 	}
 }

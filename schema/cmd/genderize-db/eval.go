@@ -59,6 +59,7 @@ func eval(args []string, stdout, stderr io.Writer) error {
 	countryCol := fs.Bool("country-col", false, "send each row's country column as country_id (default: all countries pooled)")
 	plotFile := fs.String("plot", "", "write the reliability diagram to this PNG file")
 	target := fs.Float64("target", 0.03, "errorCodedWithoutNA the thresholds aim at")
+	minRecords := fs.Int64("min-records", 0, "score only rows whose label stands for at least this many records (female + male columns)")
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
@@ -76,6 +77,15 @@ func eval(args []string, stdout, stderr io.Writer) error {
 	if *countryCol && !cols.country {
 		return fmt.Errorf("eval: -country-col: %s has no country column", setPath)
 	}
+	if *minRecords > 0 {
+		if !cols.counts {
+			return fmt.Errorf("eval: -min-records: %s has no female and male columns", setPath)
+		}
+		rows = slices.DeleteFunc(rows, func(r labelled) bool { return r.female+r.male < *minRecords })
+		if len(rows) == 0 {
+			return fmt.Errorf("eval: -min-records %d: no row left in %s", *minRecords, setPath)
+		}
+	}
 	e, err := engine.Open(dbPath, engine.Options{CacheEntries: -1})
 	if err != nil {
 		return err
@@ -90,6 +100,9 @@ func eval(args []string, stdout, stderr io.Writer) error {
 		scope = "country_id from the country column"
 	}
 	fmt.Fprintf(stdout, "# %s against %s: %d rows, %s\n", setPath, dbPath, len(rows), scope)
+	if *minRecords > 0 {
+		fmt.Fprintf(stdout, "# only labels standing for at least %d records\n", *minRecords)
+	}
 	if cols.counts {
 		fmt.Fprintln(stdout, "# observed accuracy: the share of the records behind each label (female, male) that have the predicted gender")
 	}

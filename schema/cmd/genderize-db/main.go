@@ -6,7 +6,7 @@
 //	genderize-db info names.db                     sources, licences, rows, countries
 //	genderize-db query names.db [-country XX] NAME...
 //	                                               print the JSON the API would return
-//	genderize-db eval [-country-col] [-plot FILE] [-target 0.03] names.db labelled.tsv
+//	genderize-db eval [-country-col] [-plot FILE] [-target 0.03] [-min-records N] names.db labelled.tsv
 //	                                               score the answers against labelled names
 //
 // FILES are gzip'd or plain TSV in the long format (name, country, sex,
@@ -36,7 +36,7 @@ const usage = `usage:
   genderize-db build [-holdout-share 0.1 -holdout-out heldout.tsv] -o names.db FILES...
   genderize-db info names.db
   genderize-db query names.db [-country XX] NAME...
-  genderize-db eval [-country-col] [-plot FILE] [-target 0.03] names.db labelled.tsv
+  genderize-db eval [-country-col] [-plot FILE] [-target 0.03] [-min-records N] names.db labelled.tsv
 `
 
 func main() {

@@ -20,9 +20,9 @@ import (
 	"github.com/genderize-kong/genderize/schema/namekey"
 )
 
-// evalBatch is how many names go to one Predict call: the engine looks up
-// a batch in one query, as it does for a request of the plugin.
-const evalBatch = 500
+// evalBatch is how many names go to one Predict call: the largest batch the
+// API accepts, looked up in one query as the plugin does for a request.
+const evalBatch = 100
 
 // maxGroupLines bounds the lines of a grouping with many values (countries).
 const maxGroupLines = 30

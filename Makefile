@@ -52,12 +52,13 @@ $(DB): .db-inputs $(DB_FILES) $(DB_SOURCES)
 
 # Evaluation: a database built without a held-out share of every source's
 # names, the labelled sets (held-out names; lexicons for scripts and
-# locales the data lacks; US held-out given names with census surnames)
-# and their scores. Never touches $(DB).
+# locales the data lacks; held-out given names with surnames of their
+# country: the US Census list, schema/evalsets/surnames.tsv elsewhere) and
+# their scores. Never touches $(DB).
 EVAL_DB    ?= names-eval.db
 EVAL_DIR   ?= evalsets
 EVAL_SHARE ?= 0.1
-EVAL_SETS  := $(EVAL_DIR)/heldout.tsv $(EVAL_DIR)/fullnames-us.tsv $(EVAL_DIR)/firstnames-us.tsv \
+EVAL_SETS  := $(EVAL_DIR)/heldout.tsv $(EVAL_DIR)/fullnames.tsv $(EVAL_DIR)/firstnames.tsv \
 	$(EVAL_DIR)/faker.tsv $(EVAL_DIR)/persian.tsv $(EVAL_DIR)/japanese.tsv
 
 $(EVAL_DB) $(EVAL_DIR)/heldout.tsv &: .db-inputs $(DB_FILES) $(DB_SOURCES)
@@ -65,10 +66,13 @@ $(EVAL_DB) $(EVAL_DIR)/heldout.tsv &: .db-inputs $(DB_FILES) $(DB_SOURCES)
 	CGO_ENABLED=1 $(GO) build -o $(BIN)/genderize-db ./schema/cmd/genderize-db
 	$(BIN)/genderize-db build -holdout-share $(EVAL_SHARE) -holdout-out $(EVAL_DIR)/heldout.tsv -o $(EVAL_DB) $(DB_FILES)
 
-$(EVAL_DIR)/fullnames-us.tsv: $(EVAL_DIR)/heldout.tsv schema/evalsets/fullnames.awk
-	gzip -dc $(DATA)/surnames/us_census2000.tsv.gz | awk -v COUNTRY=US -f schema/evalsets/fullnames.awk - $< > $@
-$(EVAL_DIR)/firstnames-us.tsv: $(EVAL_DIR)/heldout.tsv schema/evalsets/fullnames.awk
-	gzip -dc $(DATA)/surnames/us_census2000.tsv.gz | awk -v COUNTRY=US -v FIRST=1 -f schema/evalsets/fullnames.awk - $< > $@
+SURNAMES := $(DATA)/surnames/us_census2000.tsv.gz schema/evalsets/surnames.tsv
+$(EVAL_DIR)/fullnames.tsv: $(EVAL_DIR)/heldout.tsv schema/evalsets/fullnames.awk $(SURNAMES)
+	{ gzip -dc $(DATA)/surnames/us_census2000.tsv.gz; cat schema/evalsets/surnames.tsv; } | \
+		awk -f schema/evalsets/fullnames.awk - $< > $@
+$(EVAL_DIR)/firstnames.tsv: $(EVAL_DIR)/heldout.tsv schema/evalsets/fullnames.awk $(SURNAMES)
+	{ gzip -dc $(DATA)/surnames/us_census2000.tsv.gz; cat schema/evalsets/surnames.tsv; } | \
+		awk -v FIRST=1 -f schema/evalsets/fullnames.awk - $< > $@
 $(EVAL_DIR)/faker.tsv: $(DATA)/lexicons/faker_first_names.tsv.gz schema/evalsets/lexicon.awk
 	@mkdir -p $(EVAL_DIR)
 	gzip -dc $< | awk -f schema/evalsets/lexicon.awk > $@
@@ -83,8 +87,8 @@ eval: $(EVAL_DB) $(EVAL_SETS)
 	CGO_ENABLED=1 $(GO) build -o $(BIN)/genderize-db ./schema/cmd/genderize-db
 	$(BIN)/genderize-db eval -plot $(EVAL_DIR)/heldout.png $(EVAL_DB) $(EVAL_DIR)/heldout.tsv
 	$(BIN)/genderize-db eval -country-col $(EVAL_DB) $(EVAL_DIR)/heldout.tsv
-	$(BIN)/genderize-db eval -plot $(EVAL_DIR)/fullnames-us.png $(EVAL_DB) $(EVAL_DIR)/fullnames-us.tsv
-	$(BIN)/genderize-db eval $(EVAL_DB) $(EVAL_DIR)/firstnames-us.tsv
+	$(BIN)/genderize-db eval -plot $(EVAL_DIR)/fullnames.png $(EVAL_DB) $(EVAL_DIR)/fullnames.tsv
+	$(BIN)/genderize-db eval $(EVAL_DB) $(EVAL_DIR)/firstnames.tsv
 	for set in faker persian japanese; do \
 		$(BIN)/genderize-db eval -plot $(EVAL_DIR)/$$set.png $(EVAL_DB) $(EVAL_DIR)/$$set.tsv || exit 1; done
 

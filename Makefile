@@ -89,6 +89,7 @@ eval: $(EVAL_DB) $(EVAL_SETS)
 	$(BIN)/genderize-db eval -country-col $(EVAL_DB) $(EVAL_DIR)/heldout.tsv
 	$(BIN)/genderize-db eval -plot $(EVAL_DIR)/fullnames.png $(EVAL_DB) $(EVAL_DIR)/fullnames.tsv
 	$(BIN)/genderize-db eval $(EVAL_DB) $(EVAL_DIR)/firstnames.tsv
+	$(BIN)/genderize-db eval -country-col $(EVAL_DB) $(EVAL_DIR)/faker.tsv
 	for set in faker persian japanese; do \
 		$(BIN)/genderize-db eval -plot $(EVAL_DIR)/$$set.png $(EVAL_DB) $(EVAL_DIR)/$$set.tsv || exit 1; done
 

@@ -77,9 +77,9 @@ func TestDecide(t *testing.T) {
 		{nil, answer{}},
 		// Weak compound yields to the given name, strong one answers.
 		{[]candidate{{"riley breanna", false}, {"riley", false}}, answer{Female, 0.6, 100}},
-		{[]candidate{{"zoe anne", false}, {"zoe", false}}, answer{Female, 0.93, 3}}, // (3 + 0.25) / 3.5
+		{[]candidate{{"zoe anne", false}, {"zoe", false}}, answer{Female, 0.95, 3}}, // (3 + 0.15) / 3.3
 		{[]candidate{{"maria carmen", false}, {"maria", false}}, answer{Female, 1, 641}},
-		{[]candidate{{"luc", false}}, answer{Male, 0.98, 10}}, // (10 + 0.25) / 10.5
+		{[]candidate{{"luc", false}}, answer{Male, 0.99, 10}}, // (10 + 0.15) / 10.3
 	}
 	for _, tt := range tests {
 		if got := decide(tt.cands, rows, "FR"); got != tt.want {
@@ -87,7 +87,7 @@ func TestDecide(t *testing.T) {
 		}
 	}
 	luc := []candidate{{"luc", false}}
-	if got := decide(luc, rows, ""); got != (answer{Male, 0.98, 10}) {
+	if got := decide(luc, rows, ""); got != (answer{Male, 0.99, 10}) {
 		t.Errorf("luc, global: %+v", got)
 	}
 	if got := decide(luc, rows, "BE"); got != (answer{}) {

@@ -112,7 +112,7 @@ func TestPredictArithmetic(t *testing.T) {
 	for _, tt := range []struct{ key, country string }{{"jordan", "US"}, {"andrea", "FR"}, {"kim", ""}, {"alexis", ""}} {
 		female, male, share, evidence := rawCounts(t, tt.key, tt.country)
 		// The Beta posterior mean of calibrate.go, written out.
-		posterior := func(s float64) float64 { return math.Round((s*evidence+0.25)/(evidence+0.5)*100) / 100 }
+		posterior := func(s float64) float64 { return math.Round((s*evidence+0.15)/(evidence+0.3)*100) / 100 }
 		p := predictOne(t, e, tt.key, tt.country)
 		want := Prediction{Name: tt.key, CountryID: tt.country, Count: female + male}
 		switch {

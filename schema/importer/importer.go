@@ -204,7 +204,7 @@ func BuildHoldout(ctx context.Context, out string, files []string, progress io.W
 					sr.Kept++
 				}
 				countries[country] = struct{}{}
-				data[e] = data[e].add(female, n, float64(n)*trust(s.id, s.format, country))
+				data[e] = data[e].add(female, n, float64(n)*trust(s.id, s.format))
 			})
 			if err != nil {
 				return nil, err

@@ -54,7 +54,7 @@ func TestBuildInfoQuery(t *testing.T) {
 		{[]string{"query", db, "-country", "fr", "Maria"}, `{"name":"Maria","gender":"female","probability":0.98,"count":100,"country_id":"FR"}`},
 		{[]string{"query", db, "MARIA"}, `{"name":"MARIA","gender":"female","probability":0.98,"count":100}`},
 		{[]string{"query", db, "Jean", "Zed"}, `[{"name":"Jean","gender":"male","probability":1.0,"count":50},{"name":"Zed","gender":null,"probability":0.0,"count":0}]`},
-		{[]string{"query", db, "-country", "BR", "Joao"}, `{"name":"Joao","gender":"male","probability":0.97,"count":7,"country_id":"BR"}`},
+		{[]string{"query", db, "-country", "BR", "Joao"}, `{"name":"Joao","gender":"male","probability":0.98,"count":7,"country_id":"BR"}`},
 	}
 	for _, tt := range tests {
 		stdout.Reset()

@@ -24,7 +24,8 @@ import (
 // API accepts, looked up in one query as the plugin does for a request.
 const evalBatch = 100
 
-// maxGroupLines bounds the lines of a grouping with many values (countries).
+// maxGroupLines bounds the lines of the country grouping (180 countries);
+// sources and scripts are listed in full.
 const maxGroupLines = 30
 
 // labelled is one row of the labelled file.
@@ -353,7 +354,7 @@ func printMetrics(w io.Writer, all *evaluate.Result, groups map[string]map[strin
 		}
 		size := func(v string) int64 { return g[v].Confusion.Metrics().Scored }
 		slices.SortFunc(values, func(a, b string) int { return cmp.Or(cmp.Compare(size(b), size(a)), strings.Compare(a, b)) })
-		if len(values) > maxGroupLines {
+		if kind == "country" && len(values) > maxGroupLines {
 			fmt.Fprintf(tw, "(%s: the %d largest of %d)\t\t\t\t\t\t\t\n", kind, maxGroupLines, len(values))
 			values = values[:maxGroupLines]
 		}

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -139,5 +141,59 @@ func TestEval(t *testing.T) {
 		if err := run([]string{"eval", db, set}, &stdout, &stderr); err == nil {
 			t.Errorf("eval accepted %q", bad)
 		}
+	}
+}
+
+// TestEvalPipeline runs what `make eval` runs on a tiny input: a build
+// holding out half of the names, the full-name set made from them by
+// schema/evalsets/fullnames.awk, and eval on it.
+func TestEvalPipeline(t *testing.T) {
+	awk, err := exec.LookPath("awk")
+	if err != nil {
+		t.Skip("no awk on PATH")
+	}
+	dir := t.TempDir()
+	var rows strings.Builder
+	for _, n := range []string{"Anna", "Maria", "Olga", "Emma", "Julia", "Sofia", "Laura", "Clara"} {
+		fmt.Fprintf(&rows, "%s\tFR\tF\t40\n%s\tFR\tM\t1\n", n, n)
+	}
+	for _, n := range []string{"Jean", "Paul", "Louis", "Marc", "Pierre", "Hugo", "Leo", "Jules"} {
+		fmt.Fprintf(&rows, "%s\tFR\tM\t30\n", n)
+	}
+	src := filepath.Join(dir, "fr_insee.tsv.gz")
+	writeCounts(t, src, rows.String())
+	db, heldOut := filepath.Join(dir, "eval.db"), filepath.Join(dir, "heldout.tsv")
+	var stdout, stderr bytes.Buffer
+	if err := run([]string{"build", "-holdout-share", "0.5", "-holdout-out", heldOut, "-o", db, src}, &stdout, &stderr); err != nil {
+		t.Fatalf("build: %v\n%s", err, stderr.String())
+	}
+	if err := run([]string{"build", "-holdout-share", "0.5", "-o", db, src}, &stdout, &stderr); !errors.Is(err, errUsage) {
+		t.Errorf("-holdout-share without -holdout-out: %v", err)
+	}
+	cmd := exec.Command(awk, "-f", filepath.Join("..", "..", "evalsets", "fullnames.awk"), "-", heldOut)
+	cmd.Stdin = strings.NewReader("# comment\nMartin\tFR\nBernard\tFR\n")
+	full, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("fullnames.awk: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(full)), "\n")
+	held, _ := os.ReadFile(heldOut)
+	if want := strings.Count(string(held), "\n"); len(lines) != want || want < 2 {
+		t.Fatalf("fullnames.awk wrote %d lines for %d held-out lines:\n%s", len(lines), want, full)
+	}
+	for _, l := range lines[1:] {
+		if f := strings.Split(l, "\t"); len(f) != 7 || (f[1] != "Martin" && f[1] != "Bernard") {
+			t.Errorf("full name line %q: want first, a surname of FR, gender, country, female, male, source", l)
+		}
+	}
+	set := filepath.Join(dir, "fullnames.tsv")
+	os.WriteFile(set, full, 0o644)
+	stdout.Reset()
+	if err := run([]string{"eval", "-country-col", db, set}, &stdout, &stderr); err != nil {
+		t.Fatalf("eval: %v\n%s", err, stderr.String())
+	}
+	// The held-out names are not in the database: every one is unanswered.
+	if want := fmt.Sprintf("all  %6d         0       1.000", len(lines)-1); !strings.Contains(stdout.String(), want) {
+		t.Errorf("eval output lacks %q:\n%s", want, stdout.String())
 	}
 }

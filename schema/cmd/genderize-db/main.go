@@ -90,22 +90,24 @@ func build(args []string, stderr io.Writer) error {
 	// Ctrl-C stops the build and removes its temporary file.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	var holdout *importer.Holdout
-	if *heldOut != "" {
-		f, err := os.Create(*heldOut)
-		if err != nil {
-			return fmt.Errorf("build: %w", err)
+	if *heldOut == "" {
+		if _, err := importer.Build(ctx, *out, fs.Args(), stderr); err != nil {
+			return fmt.Errorf("build %s: %w", *out, err)
 		}
-		defer f.Close()
-		holdout = &importer.Holdout{Share: *share, Out: f}
+		return nil
 	}
-	if _, err := importer.BuildHoldout(ctx, *out, fs.Args(), stderr, holdout); err != nil {
+	f, err := os.Create(*heldOut)
+	if err != nil {
+		return fmt.Errorf("build: %w", err)
+	}
+	_, err = importer.BuildHoldout(ctx, *out, fs.Args(), stderr, &importer.Holdout{Share: *share, Out: f})
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		// No held-out file without the database it was held out of.
+		os.Remove(*heldOut)
 		return fmt.Errorf("build %s: %w", *out, err)
-	}
-	if holdout != nil {
-		if err := holdout.Out.(*os.File).Close(); err != nil {
-			return fmt.Errorf("build: %w", err)
-		}
 	}
 	return nil
 }

@@ -56,7 +56,7 @@ func (e *Engine) pairStmt(size, psize int) (*sql.Stmt, error) {
 		return s, nil
 	}
 	q := lookupQuery(batchSizes[size]) +
-		" UNION ALL SELECT n.key, n.country, n.form, n.female, n.male, n.female_share, n.sole FROM (VALUES (?,?)" +
+		" UNION ALL SELECT n.key, n.country, n.form, n.female, n.male, n.female_share, n.sole, n.evidence FROM (VALUES (?,?)" +
 		strings.Repeat(",(?,?)", batchSizes[psize]-1) +
 		") AS v JOIN names n ON n.key = v.column1 AND n.country = v.column2"
 	s, err := e.db.Prepare(q)
@@ -98,7 +98,7 @@ func (p *plan) adjust(c candidate, r row, rows map[rowKey]row, country string) (
 	count := r.female + r.male
 	share := r.share
 	if c.whole {
-		return answerOf(share, count), true
+		return answerOf(share, count, r.evidence), true
 	}
 	switch p.ea {
 	case eaSparse:
@@ -132,7 +132,7 @@ func (p *plan) adjust(c candidate, r row, rows map[rowKey]row, country string) (
 	if p.evidence != 1 {
 		share = withEvidence(share, count, p.evidence)
 	}
-	return answerOf(share, count), true
+	return answerOf(share, count, r.evidence), true
 }
 
 // withEvidence combines a female share backed by count records with a

@@ -68,17 +68,18 @@ func TestCandidates(t *testing.T) {
 }
 
 func TestDecide(t *testing.T) {
+	// evidence: every record from a register (see calibrate.go).
 	rows := map[rowKey]row{
-		{"maria", false, "FR"}:         {female: 98, male: 2, share: 0.98},
-		{"andrea", false, "FR"}:        {female: 50, male: 50, share: 0.5},
-		{"jose", false, "FR"}:          {female: 2, male: 198, share: 0.01},
-		{"jose", true, "FR"}:           {female: 1, male: 299, share: 1.0 / 300},
-		{"riley breanna", false, "FR"}: {female: 1, male: 0, share: 1},
-		{"riley", false, "FR"}:         {female: 60, male: 40, share: 0.6},
-		{"zoe anne", false, "FR"}:      {female: 3, male: 0, share: 1},
-		{"maria carmen", false, "FR"}:  {female: 640, male: 1, share: 640.0 / 641},
+		{"maria", false, "FR"}:         {female: 98, male: 2, share: 0.98, evidence: 100},
+		{"andrea", false, "FR"}:        {female: 50, male: 50, share: 0.5, evidence: 100},
+		{"jose", false, "FR"}:          {female: 2, male: 198, share: 0.01, evidence: 200},
+		{"jose", true, "FR"}:           {female: 1, male: 299, share: 1.0 / 300, evidence: 300},
+		{"riley breanna", false, "FR"}: {female: 1, male: 0, share: 1, evidence: 1},
+		{"riley", false, "FR"}:         {female: 60, male: 40, share: 0.6, evidence: 100},
+		{"zoe anne", false, "FR"}:      {female: 3, male: 0, share: 1, evidence: 3},
+		{"maria carmen", false, "FR"}:  {female: 640, male: 1, share: 640.0 / 641, evidence: 641},
 		// Found in FR only: the global row is FR's row.
-		{"luc", false, ""}: {female: 0, male: 10, share: 0, sole: "FR"},
+		{"luc", false, ""}: {female: 0, male: 10, share: 0, sole: "FR", evidence: 10},
 	}
 	tests := []struct {
 		cands []candidate
@@ -94,9 +95,9 @@ func TestDecide(t *testing.T) {
 		{nil, answer{}},
 		// Weak compound yields to the given name, strong one answers.
 		{[]candidate{{key: "riley breanna", folded: false}, {key: "riley", folded: false}}, answer{Female, 0.6, 100}},
-		{[]candidate{{key: "zoe anne", folded: false}, {key: "zoe", folded: false}}, answer{Female, 1, 3}},
+		{[]candidate{{key: "zoe anne", folded: false}, {key: "zoe", folded: false}}, answer{Female, 0.95, 3}}, // (3 + 0.15) / 3.3
 		{[]candidate{{key: "maria carmen", folded: false}, {key: "maria"}}, answer{Female, 1, 641}},
-		{[]candidate{{key: "luc", folded: false}}, answer{Male, 1, 10}},
+		{[]candidate{{key: "luc", folded: false}}, answer{Male, 0.99, 10}}, // (10 + 0.15) / 10.3
 	}
 	for _, tt := range tests {
 		if got := decide(&plan{cands: tt.cands, evidence: 1}, rows, "FR"); got != tt.want {
@@ -104,7 +105,7 @@ func TestDecide(t *testing.T) {
 		}
 	}
 	luc := []candidate{{key: "luc", folded: false}}
-	if got := decide(&plan{cands: luc, evidence: 1}, rows, ""); got != (answer{Male, 1, 10}) {
+	if got := decide(&plan{cands: luc, evidence: 1}, rows, ""); got != (answer{Male, 0.99, 10}) {
 		t.Errorf("luc, global: %+v", got)
 	}
 	if got := decide(&plan{cands: luc, evidence: 1}, rows, "BE"); got != (answer{}) {
@@ -114,15 +115,15 @@ func TestDecide(t *testing.T) {
 
 func TestDecidePlan(t *testing.T) {
 	rows := map[rowKey]row{
-		{"andrea", false, ""}:   {female: 900, male: 100, share: 0.9},
-		{"andrea", false, "IT"}: {female: 3, male: 500, share: 3.0 / 503},
-		{"andrea", false, "US"}: {female: 400, male: 4, share: 400.0 / 404},
-		{"sasha", false, ""}:    {female: 40, male: 60, share: 0.4},
-		{"giorgos", false, ""}:  {female: 0, male: 1000, share: 0},
-		{"georgios", false, ""}: {female: 0, male: 30, share: 0},
-		{"wei", false, ""}:      {female: 30, male: 70, share: 0.3},
-		{"xiaoming", false, ""}: {female: 10, male: 90, share: 0.1},
-		{"luc", false, ""}:      {female: 0, male: 3, share: 0, sole: "IT"},
+		{"andrea", false, ""}:   {female: 900, male: 100, share: 0.9, evidence: 1000},
+		{"andrea", false, "IT"}: {female: 3, male: 500, share: 3.0 / 503, evidence: 503},
+		{"andrea", false, "US"}: {female: 400, male: 4, share: 400.0 / 404, evidence: 404},
+		{"sasha", false, ""}:    {female: 40, male: 60, share: 0.4, evidence: 100},
+		{"giorgos", false, ""}:  {female: 0, male: 1000, share: 0, evidence: 1000},
+		{"georgios", false, ""}: {female: 0, male: 30, share: 0, evidence: 30},
+		{"wei", false, ""}:      {female: 30, male: 70, share: 0.3, evidence: 100},
+		{"xiaoming", false, ""}: {female: 10, male: 90, share: 0.1, evidence: 100},
+		{"luc", false, ""}:      {female: 0, male: 3, share: 0, sole: "IT", evidence: 3},
 	}
 	andrea := []candidate{{key: "andrea rossi", whole: true}, {key: "andrea"}}
 	tests := []struct {
@@ -135,7 +136,7 @@ func TestDecidePlan(t *testing.T) {
 		{"the caller's country wins", plan{cands: andrea, evidence: 1, origin: []string{"IT"}}, "US", answer{Female, 0.99, 404}},
 		{"no origin", plan{cands: andrea, evidence: 1}, "", answer{Female, 0.9, 1000}},
 		{"origin without data", plan{cands: andrea, evidence: 1, origin: []string{"FI"}}, "", answer{Female, 0.9, 1000}},
-		{"origin from a sole global row", plan{cands: []candidate{{key: "luc"}}, evidence: 1, origin: []string{"IT"}}, "", answer{Male, 1, 3}},
+		{"origin from a sole global row", plan{cands: []candidate{{key: "luc"}}, evidence: 1, origin: []string{"IT"}}, "", answer{Male, 0.95, 3}}, // (3 + 0.15) / 3.3
 		{"feminine surname", plan{cands: []candidate{{key: "sasha"}}, evidence: 20}, "", answer{Female, 0.93, 100}},
 		{"masculine surname", plan{cands: []candidate{{key: "sasha"}}, evidence: 1.0 / 20}, "", answer{Male, 0.97, 100}},
 		{"evidence skips the whole name", plan{cands: []candidate{{key: "sasha", whole: true}}, evidence: 20}, "", answer{Male, 0.6, 100}},

@@ -130,15 +130,18 @@ var hangulFinals = []segment{
 }
 
 // RomajiShort returns key, a Latin key that reads as Japanese romaji, with
-// long vowels written short (yuuko -> yuko, kouhei -> kohei, yūko is
-// folded to yuko by namekey already), or "" when key is not romaji or has
-// no long vowel.
+// its long vowels ou and uu written short (yuuko -> yuko, kouhei -> kohei;
+// yūko is folded to yuko by namekey already), or "" when key is not romaji
+// or has no such long vowel.
 func RomajiShort(key string) string {
-	if !strings.Contains(key, "ou") && !strings.Contains(key, "uu") && !strings.Contains(key, "oo") &&
-		!strings.Contains(key, "aa") || !IsRomaji(key) {
+	// Only ou and uu, in a name ending in a vowel as most Japanese given
+	// names do: aa, oo and a final n also close Finnish, Persian and
+	// French names that read as romaji (Aabia, Ahoo, Akoun).
+	if !strings.Contains(key, "ou") && !strings.Contains(key, "uu") ||
+		!isVowel(key[len(key)-1]) || !IsRomaji(key) {
 		return ""
 	}
-	s := strings.NewReplacer("ou", "o", "uu", "u", "oo", "o", "aa", "a").Replace(key)
+	s := strings.NewReplacer("ou", "o", "uu", "u").Replace(key)
 	if s == key {
 		return ""
 	}

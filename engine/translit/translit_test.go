@@ -106,6 +106,9 @@ func TestRomaji(t *testing.T) {
 		{"maria", "", true},
 		{"john", "", false},
 		{"a", "", false},
+		{"aabia", "", true},
+		{"ahoo", "", true},
+		{"akoun", "", true},
 	}
 	for _, tt := range tests {
 		if got := IsRomaji(tt.key); got != tt.romaji {

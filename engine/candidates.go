@@ -19,6 +19,9 @@ type candidate struct {
 	// whole is the key of the whole name as sent: surname evidence does
 	// not apply to it.
 	whole bool
+	// guessed marks a Latin name matched by consonant skeleton to an
+	// Arabic-script one: another name may share the consonants.
+	guessed bool
 }
 
 // Candidate groups.
@@ -133,12 +136,11 @@ func makePlan(name, key string, spell func(string) string) plan {
 	// 2,598).
 	addSpelled := func(native string, joined bool) bool {
 		variants := translit.ToLatin(native)
+		guess := ""
 		if spell != nil {
-			if v := spell(native); v != "" {
-				variants = append(variants, v)
-			}
+			guess = spell(native)
 		}
-		if len(variants) == 0 {
+		if len(variants) == 0 && guess == "" {
 			return false
 		}
 		if translit.ScriptOf(native) == translit.Cyrillic {
@@ -153,6 +155,13 @@ func makePlan(name, key string, spell func(string) string) plan {
 				v = strings.ReplaceAll(v, " ", "")
 			}
 			add(v, translitGroup, false)
+		}
+		if guess != "" {
+			n := len(p.cands)
+			add(guess, translitGroup, false)
+			for i := n; i < len(p.cands); i++ {
+				p.cands[i].guessed = true
+			}
 		}
 		return true
 	}

@@ -88,6 +88,11 @@ const (
 	// eaShrink scales the margin over 0.5 of an answer for a Chinese or
 	// Korean given name, which the data knows only from its diaspora.
 	eaShrink = 0.8
+	// guessShrink scales the margin of an answer from a Latin name matched
+	// to an Arabic-script one by its consonants: on the Persian lexicon
+	// such answers were right 73% of the time, on faker's Arabic and
+	// Persian names 87-91%.
+	guessShrink = 0.6
 )
 
 // adjust returns the answer for candidate c found with row r, taking in
@@ -123,6 +128,9 @@ func (p *plan) adjust(c candidate, r row, rows map[rowKey]row, country string) (
 			fromOrigin = true
 			break
 		}
+	}
+	if c.guessed {
+		share = 0.5 + (share-0.5)*guessShrink
 	}
 	if p.ea == eaSparse || p.ea == eaJapanese && !fromOrigin {
 		// No data about the population: the records are of its diaspora,

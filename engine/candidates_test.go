@@ -142,6 +142,7 @@ func TestDecidePlan(t *testing.T) {
 		{"evidence skips the whole name", plan{cands: []candidate{{key: "sasha", whole: true}}, evidence: 20}, "", answer{Male, 0.6, 100}},
 		{"best-supported spelling", plan{cands: []candidate{{key: "georgios", group: 1}, {key: "giorgos", group: 1}, {key: "yorgos", group: 1}}, evidence: 1}, "", answer{Male, 1, 1000}},
 		{"one syllable, sparse data", plan{cands: []candidate{{key: "wei"}}, evidence: 1, ea: eaSparse, syllables: 1}, "", answer{}},
+		{"a skeleton match, shrunk", plan{cands: []candidate{{key: "xiaoming", guessed: true}}, evidence: 1}, "", answer{Male, 0.74, 100}},
 		{"two syllables, shrunk", plan{cands: []candidate{{key: "xiaoming"}}, evidence: 1, ea: eaSparse, syllables: 2}, "", answer{Male, 0.82, 100}},
 	}
 	for _, tt := range tests {

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/dgraph-io/ristretto/v2"
 	"github.com/genderize-kong/genderize/engine/namekey"
@@ -53,6 +54,7 @@ type Engine struct {
 	cache  *ristretto.Cache[string, answer] // nil when disabled
 	stmts  []*sql.Stmt                      // stmts[i] looks up batchSizes[i] keys
 	shared bool
+	loaded time.Time // when the database was opened (see Info)
 }
 
 // batchSizes are the sizes of the prepared IN (...) lists; a lookup of n
@@ -100,7 +102,7 @@ func Open(path string, opts Options) (*Engine, error) {
 	conns := 2 * runtime.GOMAXPROCS(0)
 	db.SetMaxOpenConns(conns)
 	db.SetMaxIdleConns(conns)
-	e := &Engine{path: path, db: db}
+	e := &Engine{path: path, db: db, loaded: time.Now()}
 	if err := e.init(opts); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open names db %s: %w", path, err)
@@ -260,7 +262,7 @@ func (e *Engine) Predict(names []string, country string) ([]Prediction, error) {
 		}
 		ck := country + "\x00" + key
 		if e.cache != nil {
-			if a, ok := e.cache.Get(ck); ok {
+			if a, ok := e.cacheGet(ck); ok {
 				a.fill(&out[i])
 				continue
 			}

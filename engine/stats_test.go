@@ -22,9 +22,9 @@ func TestCacheStats(t *testing.T) {
 		e.cache.Wait()
 	}
 	steps := []struct {
-		name                string
-		count               bool
-		names               []string
+		name                 string
+		count                bool
+		names                []string
 		wantHits, wantMisses uint64
 	}{
 		{"off counts nothing", false, []string{"anna", "peter"}, 0, 0},

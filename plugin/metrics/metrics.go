@@ -66,7 +66,7 @@ func (r Reason) String() string {
 // statuses are the answers the plugin makes (see SPEC.md); their series
 // exist, at 0, from the start. Another status gets its series when first
 // seen.
-var statuses = []int{200, 204, 401, 402, 422, 429, 500}
+var statuses = []int{200, 204, 401, 402, 405, 422, 429, 500, 503}
 
 // Buckets of the duration histograms, in seconds: the plugin answers in
 // tens of microseconds to a few milliseconds; a quota store that hangs is

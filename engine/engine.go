@@ -254,6 +254,7 @@ func (e *Engine) Predict(names []string, country string) ([]Prediction, error) {
 	out := make([]Prediction, len(names))
 	var misses []pending
 	var keys []string
+	hits := 0
 	for i, name := range names {
 		out[i] = Prediction{Name: name, CountryID: country}
 		key := namekey.Key(name)
@@ -262,8 +263,9 @@ func (e *Engine) Predict(names []string, country string) ([]Prediction, error) {
 		}
 		ck := country + "\x00" + key
 		if e.cache != nil {
-			if a, ok := e.cacheGet(ck); ok {
+			if a, ok := e.cache.Get(ck); ok {
 				a.fill(&out[i])
+				hits++
 				continue
 			}
 		}
@@ -273,6 +275,7 @@ func (e *Engine) Predict(names []string, country string) ([]Prediction, error) {
 		}
 		misses = append(misses, p)
 	}
+	e.countCache(hits, len(misses))
 	if len(misses) == 0 {
 		return out, nil
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"database/sql"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -130,5 +131,37 @@ func TestSharedInfo(t *testing.T) {
 	}
 	if want.Keys < 100_000 || want.Countries < 50 || want.SchemaVersion != schema.VersionString {
 		t.Errorf("the default database described as %+v", want)
+	}
+}
+
+// BenchmarkCacheCounting is what counting hits and misses costs the
+// cheapest path, cached names in batches of 100 from every core: not
+// counted, counted (CountCache), and, for comparison, ristretto's own
+// metrics instead. Compare ns/name within one run.
+func BenchmarkCacheCounting(b *testing.B) {
+	hot := realNames(b, 10_000)
+	for _, c := range []struct {
+		name             string
+		count, ristretto bool
+	}{{"off", false, false}, {"counted", true, false}, {"ristretto-metrics", false, true}} {
+		b.Run(c.name, func(b *testing.B) {
+			cacheMetrics = c.ristretto
+			e := openTest(b, Options{})
+			cacheMetrics = false
+			warm(b, e, hot)
+			CountCache(c.count)
+			defer CountCache(false)
+			var next atomic.Int64
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					start := int(next.Add(100)) % len(hot)
+					if _, err := e.Predict(hot[start:min(start+100, len(hot))], ""); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			perName(b, 100)
+		})
 	}
 }

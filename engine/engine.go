@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/dgraph-io/ristretto/v2"
 	"github.com/genderize-kong/genderize/engine/namekey"
@@ -54,7 +53,6 @@ type Engine struct {
 	cache  *ristretto.Cache[string, answer] // nil when disabled
 	stmts  []*sql.Stmt                      // stmts[i] looks up batchSizes[i] keys
 	shared bool
-	loaded time.Time // when the database was opened (see Info)
 }
 
 // batchSizes are the sizes of the prepared IN (...) lists; a lookup of n
@@ -102,7 +100,7 @@ func Open(path string, opts Options) (*Engine, error) {
 	conns := 2 * runtime.GOMAXPROCS(0)
 	db.SetMaxOpenConns(conns)
 	db.SetMaxIdleConns(conns)
-	e := &Engine{path: path, db: db, loaded: time.Now()}
+	e := &Engine{path: path, db: db}
 	if err := e.init(opts); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open names db %s: %w", path, err)

@@ -1,13 +1,8 @@
 package engine
 
 import (
-	"database/sql"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
-	"time"
-
-	"github.com/genderize-kong/genderize/schema"
 )
 
 func TestCacheStats(t *testing.T) {
@@ -53,84 +48,6 @@ func TestCacheStats(t *testing.T) {
 	}
 	if h1, m1 := CacheStats(); h1 != h0 || m1 != m0 {
 		t.Errorf("no cache: hits +%d misses +%d, want nothing", h1-h0, m1-m0)
-	}
-}
-
-// TestInfo describes a small database written here with known contents.
-func TestInfo(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "small.db")
-	db, err := sql.Open("sqlite3", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stmts := []string{
-		schema.SQL,
-		"INSERT INTO meta VALUES ('schema_version', '" + schema.VersionString + "'), ('built_at', '2026-01-02T03:04:05Z'), ('global_model', 'test')",
-		"INSERT INTO countries VALUES ('DE', 2, 30, 1), ('FR', 1, 5, 1), ('US', 1, 7, 1)",
-		// Three keys in the global model, one with a folded form too, and
-		// rows of countries: only the global exact rows are keys.
-		`INSERT INTO names VALUES
-			('anna', '', 0, 20, 0, 1, NULL), ('anna', 'DE', 0, 10, 0, 1, NULL), ('anna', 'US', 0, 7, 0, 1, NULL),
-			('jose', '', 0, 0, 5, 0, 'FR'), ('jose', '', 1, 0, 6, 0, 'FR'),
-			('jurgen', '', 0, 0, 10, 0, 'DE')`,
-	}
-	for _, s := range stmts {
-		if _, err := db.Exec(s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
-	db.Close()
-
-	before := time.Now()
-	e, err := Open(path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	got, err := e.Info()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Loaded.Before(before) || got.Loaded.After(time.Now()) {
-		t.Errorf("Loaded %v, want the time of Open (after %v)", got.Loaded, before)
-	}
-	got.Loaded = time.Time{}
-	want := Info{Path: path, SchemaVersion: schema.VersionString, Built: "2026-01-02T03:04:05Z", Keys: 3, Countries: 3}
-	if got != want {
-		t.Errorf("Info() = %+v, want %+v", got, want)
-	}
-	again, err := e.Info()
-	if err != nil || again.Keys != 3 {
-		t.Errorf("second Info() = %+v, %v", again, err)
-	}
-}
-
-func TestSharedInfo(t *testing.T) {
-	path, err := filepath.Abs(dbPath(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := Shared(path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := e.Info()
-	if err != nil {
-		t.Fatal(err)
-	}
-	infos, err := SharedInfo()
-	if err != nil {
-		t.Fatal(err)
-	}
-	found := false
-	for _, i := range infos {
-		found = found || i == want
-	}
-	if !found {
-		t.Errorf("SharedInfo() = %+v, want it to hold %+v", infos, want)
-	}
-	if want.Keys < 100_000 || want.Countries < 50 || want.SchemaVersion != schema.VersionString {
-		t.Errorf("the default database described as %+v", want)
 	}
 }
 

@@ -84,7 +84,7 @@ type Options struct {
 	CacheStats func() (hits, misses uint64)
 	// Databases describes the name databases being answered from
 	// (default engine.SharedInfo).
-	Databases func() ([]engine.Info, error)
+	Databases func() []engine.Info
 	// Policies are the quota policies whose series exist from the start
 	// (default quota.Policies()); another gets its series when first seen.
 	Policies []string
@@ -238,8 +238,7 @@ func (r *Recorder) Store(policy string, d time.Duration, err error) {
 func (r *Recorder) Gatherer() prometheus.Gatherer { return r.reg }
 
 // Handler serves the metrics in Prometheus' formats. A collector that
-// fails (the database cannot be described) is logged and left out; the
-// rest is served.
+// fails is logged and left out; the rest is served.
 func (r *Recorder) Handler(log *slog.Logger) http.Handler {
 	return promhttp.HandlerFor(r.reg, promhttp.HandlerOpts{
 		ErrorLog:            slogPrintln{log},

@@ -18,13 +18,12 @@ import (
 type fakeEngine struct {
 	hits, misses uint64
 	infos        []engine.Info
-	err          error
 }
 
 func (f *fakeEngine) options() Options {
 	return Options{
 		CacheStats: func() (uint64, uint64) { return f.hits, f.misses },
-		Databases:  func() ([]engine.Info, error) { return f.infos, f.err },
+		Databases:  func() []engine.Info { return f.infos },
 		Policies:   []string{"local", "redis"},
 	}
 }
@@ -168,27 +167,6 @@ func TestDatabaseNotOpenYet(t *testing.T) {
 	got := gather(t, newTest(t, &fakeEngine{}))
 	if s := got.Prefixed("genderize_database_"); len(s) != 0 {
 		t.Errorf("no database open, yet %q", s)
-	}
-}
-
-// TestDatabaseError: a database that cannot be described fails its own
-// series; the handler serves the rest and logs why.
-func TestDatabaseError(t *testing.T) {
-	r := newTest(t, &fakeEngine{err: errors.New("names db /x: info: disk I/O error")})
-	if _, err := r.Gatherer().Gather(); err == nil || !strings.Contains(err.Error(), "disk I/O error") {
-		t.Errorf("Gather error %v, want the database's", err)
-	}
-	var logs strings.Builder
-	url := serve(t, r, slog.New(slog.NewTextHandler(&logs, nil)))
-	got, err := scrape.Get(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := got["genderize_cache_hits_total"]; !ok {
-		t.Error("the other metrics are not served")
-	}
-	if !strings.Contains(logs.String(), "disk I/O error") {
-		t.Errorf("log %q does not say why", logs.String())
 	}
 }
 

@@ -20,9 +20,11 @@ DB_FILES      := $(CORE_FILES) $(if $(CORE_ONLY),,$(EXTRA_FILES)) $(if $(LEXICON
 STATIC_TAGS    := sqlite_omit_load_extension osusergo netgo
 STATIC_LDFLAGS := -s -w -linkmode external -extldflags "-static"
 
-# What the database depends on besides its input files: the importer and the
-# normaliser it shares with the engine.
-DB_SOURCES := $(shell find schema engine -name '*.go' ! -name '*_test.go' 2>/dev/null) $(wildcard schema/*.sql)
+# What the database depends on besides its input files: the schema, the
+# importer, the keys it shares with the engine (schema/namekey) and the build
+# command; never the engine, which the importer does not import.
+DB_SOURCES := $(filter-out %_test.go,$(wildcard schema/*.go schema/importer/*.go schema/namekey/*.go)) \
+	$(wildcard schema/*.sql) schema/cmd/genderize-db/main.go
 
 .PHONY: all build db run test bench vet fmt clean FORCE
 

@@ -5,14 +5,14 @@
 //	genderize -kong-prefix /usr/local/kong   serve on /usr/local/kong/genderize.socket
 //	genderize -dump                          print the plugin's info and schema
 //
+// GENDERIZE_CPUPROFILE=<path> writes a CPU profile to <path>.<pid> when the
+// process is stopped with SIGTERM or SIGINT, as Kong and the stand-in stop
+// it (Kong passes its environment to plugin servers).
+//
 // -metrics-listen host:port also serves Prometheus metrics at /metrics on
 // that address (off when absent); Kong's start command carries it:
 //
 //	pluginserver_genderize_start_cmd = /usr/local/bin/genderize -kong-prefix /usr/local/kong -metrics-listen 127.0.0.1:9542
-//
-// GENDERIZE_CPUPROFILE=<path> writes a CPU profile to <path>.<pid> when the
-// process is stopped with SIGTERM or SIGINT, as Kong and the stand-in stop
-// it (Kong passes its environment to plugin servers).
 package main
 
 import (
@@ -35,14 +35,6 @@ import (
 var metricsListen = flag.String("metrics-listen", "", "serve Prometheus metrics at /metrics on this host:port (off when empty)")
 
 func main() {
-	if path := os.Getenv("GENDERIZE_CPUPROFILE"); path != "" {
-		discard, err := profileUntilStopped(fmt.Sprintf("%s.%d", path, os.Getpid()))
-		if err != nil {
-			log.Fatalf("genderize plugin server: %v", err)
-		}
-		// Main returns only after -dump: no profile worth keeping.
-		defer discard()
-	}
 	flag.Parse()
 	// -dump's output is what Kong parses: nothing else starts or logs.
 	if *metricsListen != "" && !flagSet("dump") && !flagSet("help") {
@@ -54,6 +46,14 @@ func main() {
 		if err := serveMetrics(*metricsListen); err != nil {
 			log.Fatalf("genderize plugin server: %v", err)
 		}
+	}
+	if path := os.Getenv("GENDERIZE_CPUPROFILE"); path != "" {
+		discard, err := profileUntilStopped(fmt.Sprintf("%s.%d", path, os.Getpid()))
+		if err != nil {
+			log.Fatalf("genderize plugin server: %v", err)
+		}
+		// Main returns only after -dump: no profile worth keeping.
+		defer discard()
 	}
 	if err := pluginserver.Main(plugin.New, plugin.Version, plugin.Priority); err != nil {
 		log.Fatalf("genderize plugin server: %v", err)

@@ -249,10 +249,10 @@ func find(rows map[rowKey]row, key string, folded bool, country string) (row, bo
 // for a failing database. All names missing from the cache are looked up
 // together, in one query for up to 1024 keys.
 func (e *Engine) Predict(names []string, country string) ([]Prediction, error) {
+	hits := 0 // for CacheStats
 	out := make([]Prediction, len(names))
 	var misses []pending
 	var keys []string
-	hits := 0
 	for i, name := range names {
 		out[i] = Prediction{Name: name, CountryID: country}
 		key := namekey.Key(name)

@@ -65,6 +65,8 @@ test: build $(DB)
 # the plugin-server protocol imposes) through the stand-in, no HTTP; the
 # no-op runs on the plugin's own server and on go-pdk's stock one; the
 # plugin runs again with -metrics-listen, to show what counting costs.
+# BENCHFLAGS adds kong-standin flags, e.g. "-compare old/genderize
+# -compare-kong-yml old/kong.yml" to measure an earlier build alongside.
 bench: build $(DB)
 	GENDERIZE_DB=$(abspath $(DB)) $(GO) test -run '^$$' -bench . -benchmem ./engine/
 	$(GO) build -o $(BIN)/noop ./testing/cmd/noop
@@ -72,7 +74,7 @@ bench: build $(DB)
 	$(BIN)/kong-standin -bench -kong-yml kong/kong.yml -plugin $(BIN)/genderize \
 		-noop $(BIN)/noop -noop-stock $(BIN)/noop-gopdk \
 		-compare-args '-metrics-listen 127.0.0.1:0' \
-		-db $(abspath $(DB)) -conns 16 -duration 3s
+		-db $(abspath $(DB)) -conns 16 -duration 3s $(BENCHFLAGS)
 
 vet:
 	$(GO) vet ./...

@@ -40,13 +40,9 @@ func newTest(t *testing.T, f *fakeEngine) *Recorder {
 // gather reads r as a scrape would, failing on a collector error.
 func gather(t *testing.T, r *Recorder) scrape.Samples {
 	t.Helper()
-	families, err := r.Gatherer().Gather()
+	s, err := scrape.Gather(r.Gatherer())
 	if err != nil {
 		t.Fatalf("gather: %v", err)
-	}
-	s := scrape.Samples{}
-	for _, f := range families {
-		s.Add(f)
 	}
 	return s
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -42,6 +43,19 @@ func Get(ctx context.Context, url string) (Samples, error) {
 	families, err := parser.TextToMetricFamilies(resp.Body)
 	if err != nil {
 		return nil, fmt.Errorf("scrape %s: %w", url, err)
+	}
+	out := Samples{}
+	for _, f := range families {
+		out.Add(f)
+	}
+	return out, nil
+}
+
+// Gather reads g, as a scrape of its registry would.
+func Gather(g prometheus.Gatherer) (Samples, error) {
+	families, err := g.Gather()
+	if err != nil {
+		return nil, err
 	}
 	out := Samples{}
 	for _, f := range families {

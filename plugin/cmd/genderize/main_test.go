@@ -1,0 +1,285 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/genderize-kong/genderize/plugin/metrics/scrape"
+	"github.com/genderize-kong/genderize/schema"
+	"github.com/genderize-kong/genderize/testing/standin"
+)
+
+// bin is this command, built for the tests; its file name is the
+// plugin's name, as Kong requires.
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "genderize-cmd-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin = filepath.Join(dir, "genderize")
+	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build the plugin server: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// takenAddr is a 127.0.0.1 address something listens on until the test
+// ends.
+func takenAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln.Addr().String()
+}
+
+// freeAddr is a 127.0.0.1 address nothing listened on a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// run runs the binary with args, bounded in time.
+func run(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var o, e strings.Builder
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err = cmd.Run()
+	return o.String(), e.String(), err
+}
+
+// TestDumpUnchanged: -metrics-listen changes nothing of -dump, which Kong
+// parses: the same plugin info, nothing on stderr, and nothing listened
+// on (the address given is taken, and -dump still succeeds).
+func TestDumpUnchanged(t *testing.T) {
+	plain, plainErr, err := run(t, "-dump")
+	if err != nil {
+		t.Fatalf("-dump: %v: %s", err, plainErr)
+	}
+	with, withErr, err := run(t, "-dump", "-metrics-listen", takenAddr(t))
+	if err != nil {
+		t.Fatalf("-dump -metrics-listen: %v: %s", err, withErr)
+	}
+	if withErr != plainErr {
+		t.Errorf("stderr with -metrics-listen %q, without %q", withErr, plainErr)
+	}
+	// go-pdk writes the schema from maps: compare what it says, not its
+	// key order.
+	var a, b any
+	if err := json.Unmarshal([]byte(plain), &a); err != nil {
+		t.Fatalf("-dump output %q: %v", plain, err)
+	}
+	if err := json.Unmarshal([]byte(with), &b); err != nil {
+		t.Fatalf("-dump -metrics-listen output %q: %v", with, err)
+	}
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("-dump -metrics-listen says\n%s\nwithout it\n%s", with, plain)
+	}
+	if strings.Count(with, "\n") != strings.Count(plain, "\n") {
+		t.Errorf("-dump -metrics-listen prints %d lines, without %d", strings.Count(with, "\n"), strings.Count(plain, "\n"))
+	}
+}
+
+// TestMetricsListenFails: an address that cannot be listened on stops the
+// plugin server at once, saying why, before it opens Kong's socket.
+func TestMetricsListenFails(t *testing.T) {
+	taken := takenAddr(t)
+	for _, addr := range []string{taken, "127.0.0.1:notaport", "192.0.2.1:9542"} {
+		prefix := t.TempDir()
+		_, stderr, err := run(t, "-kong-prefix", prefix, "-metrics-listen", addr)
+		if err == nil {
+			t.Errorf("-metrics-listen %s: the plugin server served", addr)
+			continue
+		}
+		if !strings.Contains(stderr, "metrics listen "+addr) {
+			t.Errorf("-metrics-listen %s: stderr %q does not name the metrics address", addr, stderr)
+		}
+		if _, err := os.Stat(filepath.Join(prefix, "genderize.socket")); err == nil {
+			t.Errorf("-metrics-listen %s: the socket was opened", addr)
+		}
+	}
+}
+
+// TestMetricsEndToEnd drives the plugin server through the stand-in over
+// HTTP and reads its /metrics as Prometheus would.
+func TestMetricsEndToEnd(t *testing.T) {
+	db := os.Getenv("GENDERIZE_DB")
+	if db == "" {
+		t.Skip("GENDERIZE_DB is not set (make test sets it)")
+	}
+	db, err := filepath.Abs(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decl, err := standin.LoadDeclarative(filepath.Join("..", "..", "..", "kong", "kong.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	started := time.Now()
+	s, err := standin.Start(ctx, standin.Options{
+		Declarative: decl,
+		PluginPath:  bin,
+		PluginArgs:  []string{"-metrics-listen", addr},
+		ConfigOverrides: map[string]any{
+			"database_path": db,
+			"quota_path":    filepath.Join(t.TempDir(), "quota.db"),
+			"ip_limit":      2,
+			// Eight requests at once per caller, then about one a
+			// minute and a half: the ninth in a row is throttled.
+			"throttle_burst": 8,
+			"throttle_rate":  0.01,
+		},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	url := "http://" + addr + "/metrics"
+
+	// Before any request: the recorder's series, at 0, and no database
+	// yet (the plugin opens it on first use).
+	before, err := scrape.Get(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := before[`genderize_refusals_total{reason="batch_over_remaining"}`]; !ok || v != 0 {
+		t.Errorf("before any request: batch_over_remaining %v (present %v), want 0", v, ok)
+	}
+
+	type step struct {
+		method, query string
+		status        int
+	}
+	steps := []step{
+		{"GET", "name=peter&apikey=demo-pro-key", 200},
+		{"GET", "name=peter&apikey=demo-pro-key", 200},
+		{"GET", "name[]=anna&name[]=luca&name[]=zzzzqx&apikey=demo-pro-key", 200},
+		{"GET", "name=peter&apikey=not-a-key", 401},
+		{"GET", "name=anna&apikey=demo-paused-key", 402},
+		{"GET", "apikey=demo-pro-key", 422},
+		{"GET", "name=&apikey=demo-pro-key", 422},
+		{"GET", "name=anna&country_id=XX&apikey=demo-pro-key", 422},
+		{"OPTIONS", "", 204},
+		// Key-less: 2 names a day for this IP.
+		{"GET", "name=maria", 200},
+		{"GET", "name[]=anna&name[]=luca", 429}, // more than the one left
+		{"GET", "name=luca", 200},
+		{"GET", "name=john", 429}, // none left
+	}
+	for range 8 {
+		steps = append(steps, step{"GET", "name=anna&apikey=demo-free-key", 200})
+	}
+	steps = append(steps, step{"GET", "name=anna&apikey=demo-free-key", 429}) // throttled
+	for _, st := range steps {
+		req, _ := http.NewRequestWithContext(ctx, st.method, srv.URL+"/?"+st.query, nil)
+		if st.method == "OPTIONS" {
+			req.Header.Set("Origin", "https://example.com")
+			req.Header.Set("Access-Control-Request-Method", "GET")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != st.status {
+			t.Fatalf("%s ?%s: %d, want %d", st.method, st.query, resp.StatusCode, st.status)
+		}
+	}
+
+	got, err := scrape.Get(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{
+		`genderize_requests_total{status="200"}`:                   13,
+		`genderize_requests_total{status="204"}`:                   1,
+		`genderize_requests_total{status="401"}`:                   1,
+		`genderize_requests_total{status="402"}`:                   1,
+		`genderize_requests_total{status="422"}`:                   3,
+		`genderize_requests_total{status="429"}`:                   3,
+		`genderize_requests_total{status="500"}`:                   0,
+		"genderize_names_total":                                    15,
+		`genderize_refusals_total{reason="invalid_key"}`:           1,
+		`genderize_refusals_total{reason="inactive_subscription"}`: 1,
+		`genderize_refusals_total{reason="missing_name"}`:          1,
+		`genderize_refusals_total{reason="invalid_name"}`:          1,
+		`genderize_refusals_total{reason="invalid_country"}`:       1,
+		`genderize_refusals_total{reason="limit_reached"}`:         1,
+		`genderize_refusals_total{reason="throttled"}`:             1,
+		`genderize_refusals_total{reason="batch_over_remaining"}`:  1,
+		"genderize_request_duration_seconds_count":                 float64(len(steps)),
+		`genderize_quota_store_errors_total{policy="local"}`:       0,
+	}
+	for series, w := range want {
+		if v, ok := got[series]; !ok || v != w {
+			t.Errorf("%s = %v (present %v), want %v", series, v, ok, w)
+		}
+	}
+	if got["genderize_request_duration_seconds_sum"] <= 0 {
+		t.Errorf("request duration sum %v", got["genderize_request_duration_seconds_sum"])
+	}
+	if n := got[`genderize_quota_store_duration_seconds_count{policy="local"}`]; n < 1 {
+		t.Errorf("quota store calls timed: %v", n)
+	}
+	// Every name with a key is looked up in the cache once per request
+	// that predicts it: at least the 15 names answered.
+	if h, m := got["genderize_cache_hits_total"], got["genderize_cache_misses_total"]; h+m < 15 || m < 1 {
+		t.Errorf("cache hits %v misses %v: want at least 15 lookups and a miss", h, m)
+	}
+	info := got.Prefixed("genderize_database_info{")
+	wantInfo := fmt.Sprintf(`path=%q,schema_version="%d"}`, db, schema.Version)
+	if len(info) != 1 || !strings.Contains(info[0], wantInfo) || !strings.HasSuffix(info[0], " 1") || strings.Contains(info[0], `keys="0"`) {
+		t.Errorf("database info %q, want one series with %s and keys", info, wantInfo)
+	}
+	loaded := got["genderize_database_loaded_timestamp_seconds"]
+	if loaded < float64(started.Unix()) || loaded > float64(time.Now().Unix()+1) {
+		t.Errorf("database loaded at %v, want during the test (from %d)", loaded, started.Unix())
+	}
+	for _, series := range []string{"go_goroutines", "process_cpu_seconds_total", "process_resident_memory_bytes"} {
+		if _, ok := got[series]; !ok {
+			t.Errorf("%s missing", series)
+		}
+	}
+	for _, l := range got.Prefixed("genderize_") {
+		t.Log(l)
+	}
+}

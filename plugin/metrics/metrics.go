@@ -140,7 +140,7 @@ func New(opts Options) (*Recorder, error) {
 		}),
 		storeErrs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "genderize_quota_store_errors_total",
-			Help: "Quota store calls that failed (the request was answered 500), by policy.",
+			Help: "Quota store calls that failed (the request was answered 500 or 503), by policy.",
 		}, []string{"policy"}),
 		storeTimes: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "genderize_quota_store_duration_seconds",

@@ -98,7 +98,7 @@ func OpenLocal(path string) (*Local, error) {
 	if path == "" {
 		return nil, errors.New("open quota store: empty path")
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := createPrivate(path); err != nil {
 		return nil, fmt.Errorf("open quota store %s: %w", path, err)
 	}
 	dsn := func(extra string) string {
@@ -156,6 +156,38 @@ func OpenLocal(path string) (*Local, error) {
 	}
 	go s.run()
 	return s, nil
+}
+
+// createPrivate makes the quota file readable by the plugin's user only: it
+// holds the client IPs of key-less callers. A missing directory is created
+// 0700 (an existing one is left as it is: it may be shared, such as /tmp);
+// the file is created 0600 before SQLite opens it, and an existing file,
+// with its WAL and shared-memory files, is tightened to 0600. SQLite gives
+// the WAL and shared-memory files it creates the database file's mode.
+func createPrivate(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if fi.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(p, fi.Mode().Perm()&0o600); err != nil {
+				return fmt.Errorf("make %s private: %w", p, err)
+			}
+		}
+	}
+	return nil
 }
 
 // Path is the file the store keeps its counters in.

@@ -35,58 +35,6 @@ func allow(t *testing.T, s Store, key string, limit int, w Window, n int) Result
 	return r
 }
 
-func TestLocalAllowN(t *testing.T) {
-	s := openTestStore(t, filepath.Join(t.TempDir(), "quota.db"))
-	w := Month(testNow)
-	steps := []struct {
-		key              string
-		n                int
-		allowed, remains int
-	}{
-		{"consumer:a", 0, 0, 10},  // peek on a fresh key
-		{"consumer:a", 3, 3, 7},   // consume 3
-		{"consumer:a", 0, 0, 7},   // the peek sees it
-		{"consumer:a", 8, 0, 7},   // too many: nothing consumed
-		{"consumer:a", 7, 7, 0},   // exactly the rest
-		{"consumer:a", 1, 0, 0},   // used up
-		{"consumer:b", 10, 10, 0}, // keys are independent
-		{"consumer:c", 11, 0, 10}, // more than the whole limit
-	}
-	for i, st := range steps {
-		r := allow(t, s, st.key, 10, w, st.n)
-		if r.Allowed != st.allowed || r.Remaining != st.remains || r.Limit != 10 {
-			t.Fatalf("step %d %s n=%d: got %+v, want allowed %d remaining %d", i, st.key, st.n, r, st.allowed, st.remains)
-		}
-		if r.ResetAfter != w.ResetAfter() {
-			t.Fatalf("step %d: ResetAfter %s, want %s", i, r.ResetAfter, w.ResetAfter())
-		}
-		if refused := st.n > 0 && r.Allowed == 0; refused != (r.RetryAfter > 0) {
-			t.Fatalf("step %d: RetryAfter %s on refused=%v", i, r.RetryAfter, refused)
-		}
-	}
-}
-
-func TestLocalWindowsAreSeparate(t *testing.T) {
-	s := openTestStore(t, filepath.Join(t.TempDir(), "quota.db"))
-	day := 24 * time.Hour
-	today := Fixed(testNow, day)
-	allow(t, s, "ip:192.0.2.1", 5, today, 5)
-	if r := allow(t, s, "ip:192.0.2.1", 5, today, 1); r.Allowed != 0 {
-		t.Fatalf("used-up window granted %+v", r)
-	}
-	// The next day starts from zero.
-	tomorrow := Fixed(testNow.Add(day), day)
-	if r := allow(t, s, "ip:192.0.2.1", 5, tomorrow, 5); r.Allowed != 5 || r.Remaining != 0 {
-		t.Fatalf("next window: %+v", r)
-	}
-	// A window of another length starting at the same instant is another
-	// counter (an operator changed ip_window_seconds).
-	hour := Fixed(today.Start, time.Hour)
-	if r := allow(t, s, "ip:192.0.2.1", 5, hour, 0); r.Remaining != 5 {
-		t.Fatalf("hour window sharing the day's start: %+v", r)
-	}
-}
-
 func TestLocalPrunesEndedWindows(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "quota.db")
 	s := openTestStore(t, path)
@@ -309,4 +257,55 @@ func BenchmarkLocalAllowN(b *testing.B) {
 			}
 		})
 	})
+}
+
+// The quota file holds client IPs: new files and directories are private to
+// the plugin's user, and older files made readable by others are tightened.
+func TestLocalFilesPrivate(t *testing.T) {
+	perm := func(p string) os.FileMode {
+		t.Helper()
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Mode().Perm()
+	}
+	root := t.TempDir()
+	path := filepath.Join(root, "new", "dir", "quota.db")
+	s := openTestStore(t, path)
+	allow(t, s, "ip:192.0.2.1", 10, Month(testNow), 1)
+	for _, d := range []string{filepath.Join(root, "new"), filepath.Join(root, "new", "dir")} {
+		if got := perm(d); got != 0o700 {
+			t.Errorf("directory %s: %o, want 700", d, got)
+		}
+	}
+	for _, f := range []string{path, path + "-wal", path + "-shm"} {
+		if got := perm(f); got != 0o600 {
+			t.Errorf("%s: %o, want 600", f, got)
+		}
+	}
+
+	// A file an older version created 0644 (with its WAL) in a directory
+	// that is shared: the file is tightened, the directory left alone.
+	shared := filepath.Join(root, "shared")
+	if err := os.Mkdir(shared, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old := filepath.Join(shared, "quota.db")
+	for _, f := range []string{old, old + "-wal"} {
+		if err := os.WriteFile(f, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(f, 0o644) // whatever the umask
+	}
+	s = openTestStore(t, old)
+	allow(t, s, "ip:192.0.2.1", 10, Month(testNow), 1)
+	for _, f := range []string{old, old + "-wal", old + "-shm"} {
+		if got := perm(f); got != 0o600 {
+			t.Errorf("%s: %o, want 600", f, got)
+		}
+	}
+	if got := perm(shared); got != 0o755 {
+		t.Errorf("existing directory changed to %o", got)
+	}
 }

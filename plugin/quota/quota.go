@@ -2,9 +2,52 @@
 //
 // Every policy answers the same question, in the style of go-redis/redis_rate:
 // may this caller spend n more names in this window, and what is left? The
-// plugin makes its rate-limit headers from the Result alone, so a policy is
-// swapped by configuration (local SQLite today, Redis for a cluster later)
-// without touching the request path.
+// plugin makes its rate-limit headers from the Result alone, and every
+// policy computes it with Decide, so a policy is swapped by configuration
+// without touching the request path. Policies are registered by name (Open,
+// Register):
+//
+//   - local: counters of one node in a SQLite file (Local). The default.
+//   - redis: counters shared by every node of a cluster in Redis (Redis):
+//     one server, Sentinel or Cluster.
+//
+// # The redis policy
+//
+// A decision is one round trip: a Lua script reads the caller's counter for
+// the window, consumes n only if it fits, and makes the counter expire at
+// the window's end; a refused request and a peek (n == 0) write nothing.
+// Counters are named genderize:quota:{KEY}:START:END (Unix seconds; the
+// hash tag keeps a caller on one Cluster slot), KEY being "consumer:<id>" or
+// "ip:<client ip>". Expiry follows Redis's clock: keep the nodes' clocks and
+// Redis's in sync (NTP), or a counter may expire a little before or after
+// the window the nodes compute.
+//
+// No request waits longer than the timeout for Redis (connecting included;
+// no retries). When Redis fails or times out the store notices once, logs
+// once, and from then on no request waits for Redis: a probe pings it once
+// a second in the background.
+//
+// With fault tolerance off, every request of the outage fails with
+// ErrUnavailable (the plugin answers 503) and consumes nothing.
+//
+// With fault tolerance on, the node counts alone meanwhile: per caller and
+// window, in memory, from zero (it does not know what Redis held), with the
+// same Decide. So during an outage each node grants a caller up to the
+// whole limit again, at most (nodes + 1) x limit in the window across the
+// cluster. When Redis answers again, what the node counted is added to
+// Redis's counters (whatever the limit: those names were answered), so
+// the names answered during the outage are paid for: the caller's
+// remaining afterwards is what it would be had every node counted in Redis,
+// or zero. Counters of windows that ended meanwhile are dropped. The node
+// keeps at most 262144 counters during an outage; a new caller beyond that
+// gets ErrUnavailable. Counts of a node that dies during an outage are lost
+// with it.
+//
+// A request that times out may still have been applied by Redis (a hung
+// server that resumes runs what it had received): such a request is counted
+// twice, once in Redis and once by the fallback, or by Redis though
+// answered 503. This errs against the caller, by at most the requests in
+// flight when Redis hung.
 package quota
 
 import (

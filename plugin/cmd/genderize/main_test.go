@@ -20,6 +20,7 @@ import (
 
 	"github.com/genderize-kong/genderize/plugin/metrics/scrape"
 	"github.com/genderize-kong/genderize/schema"
+	"github.com/genderize-kong/genderize/testing/redisserver"
 	"github.com/genderize-kong/genderize/testing/standin"
 )
 
@@ -135,44 +136,17 @@ func TestMetricsListenFails(t *testing.T) {
 // TestMetricsEndToEnd drives the plugin server through the stand-in over
 // HTTP and reads its /metrics as Prometheus would.
 func TestMetricsEndToEnd(t *testing.T) {
-	db := os.Getenv("GENDERIZE_DB")
-	if db == "" {
-		t.Skip("GENDERIZE_DB is not set (make test sets it)")
-	}
-	db, err := filepath.Abs(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	decl, err := standin.LoadDeclarative(filepath.Join("..", "..", "..", "kong", "kong.yml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := freeAddr(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	started := time.Now()
-	s, err := standin.Start(ctx, standin.Options{
-		Declarative: decl,
-		PluginPath:  bin,
-		PluginArgs:  []string{"-metrics-listen", addr},
-		ConfigOverrides: map[string]any{
-			"database_path": db,
-			"quota_path":    filepath.Join(t.TempDir(), "quota.db"),
-			"ip_limit":      2,
-			// Eight requests at once per caller, then about one a
-			// minute and a half: the ninth in a row is throttled.
-			"throttle_burst": 8,
-			"throttle_rate":  0.01,
-		},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	db := namesDB(t)
+	base, url := startWithMetrics(t, ctx, map[string]any{
+		"ip_limit": 2,
+		// Eight requests at once per caller, then about one a minute and
+		// a half: the ninth in a row is throttled.
+		"throttle_burst": 8,
+		"throttle_rate":  0.01,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	srv := httptest.NewServer(s)
-	defer srv.Close()
-	url := "http://" + addr + "/metrics"
 
 	// Before any request: the recorder's series, at 0, and no database
 	// yet (the plugin opens it on first use).
@@ -182,6 +156,9 @@ func TestMetricsEndToEnd(t *testing.T) {
 	}
 	if v, ok := before[`genderize_refusals_total{reason="batch_over_remaining"}`]; !ok || v != 0 {
 		t.Errorf("before any request: batch_over_remaining %v (present %v), want 0", v, ok)
+	}
+	if info := before.Prefixed("genderize_database_"); len(info) != 0 {
+		t.Errorf("before any request: %q", info)
 	}
 
 	type step struct {
@@ -209,19 +186,8 @@ func TestMetricsEndToEnd(t *testing.T) {
 	}
 	steps = append(steps, step{"GET", "name=anna&apikey=demo-free-key", 429}) // throttled
 	for _, st := range steps {
-		req, _ := http.NewRequestWithContext(ctx, st.method, srv.URL+"/?"+st.query, nil)
-		if st.method == "OPTIONS" {
-			req.Header.Set("Origin", "https://example.com")
-			req.Header.Set("Access-Control-Request-Method", "GET")
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != st.status {
-			t.Fatalf("%s ?%s: %d, want %d", st.method, st.query, resp.StatusCode, st.status)
+		if status := send(t, ctx, st.method, base+"/?"+st.query); status != st.status {
+			t.Fatalf("%s ?%s: %d, want %d", st.method, st.query, status, st.status)
 		}
 	}
 
@@ -281,5 +247,110 @@ func TestMetricsEndToEnd(t *testing.T) {
 	}
 	for _, l := range got.Prefixed("genderize_") {
 		t.Log(l)
+	}
+}
+
+// namesDB is $GENDERIZE_DB made absolute; the test is skipped without it.
+func namesDB(t *testing.T) string {
+	t.Helper()
+	db := os.Getenv("GENDERIZE_DB")
+	if db == "" {
+		t.Skip("GENDERIZE_DB is not set (make test sets it)")
+	}
+	db, err := filepath.Abs(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// startWithMetrics starts the stand-in with the plugin server serving its
+// metrics on a free port and overrides on kong.yml's plugin config, and
+// serves it over HTTP until the test ends. It returns the base URL and
+// the metrics URL.
+func startWithMetrics(t *testing.T, ctx context.Context, overrides map[string]any) (base, metricsURL string) {
+	t.Helper()
+	decl, err := standin.LoadDeclarative(filepath.Join("..", "..", "..", "kong", "kong.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := map[string]any{
+		"database_path": namesDB(t),
+		"quota_path":    filepath.Join(t.TempDir(), "quota.db"),
+	}
+	for k, v := range overrides {
+		config[k] = v
+	}
+	addr := freeAddr(t)
+	s, err := standin.Start(ctx, standin.Options{
+		Declarative:     decl,
+		PluginPath:      bin,
+		PluginArgs:      []string{"-metrics-listen", addr},
+		ConfigOverrides: config,
+		Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	return srv.URL, "http://" + addr + "/metrics"
+}
+
+// send makes one request and returns its status.
+func send(t *testing.T, ctx context.Context, method, url string) int {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if method == "OPTIONS" {
+		req.Header.Set("Origin", "https://example.com")
+		req.Header.Set("Access-Control-Request-Method", "GET")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestMetricsRedisOutage: the redis policy's calls are timed, and its
+// failures counted, while Redis is down (fault_tolerant off: 503).
+func TestMetricsRedisOutage(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	redis := redisserver.Run(t, redisserver.Options{})
+	base, url := startWithMetrics(t, ctx, map[string]any{
+		"quota_policy":   "redis",
+		"redis":          map[string]any{"host": "127.0.0.1", "port": redis.Port, "timeout": 500},
+		"fault_tolerant": false,
+	})
+	query := base + "/?name=peter&apikey=demo-pro-key"
+	if status := send(t, ctx, "GET", query); status != 200 {
+		t.Fatalf("with Redis up: %d", status)
+	}
+	redis.Stop()
+	if status := send(t, ctx, "GET", query); status != 503 {
+		t.Fatalf("with Redis down: %d, want 503", status)
+	}
+	got, err := scrape.Get(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for series, want := range map[string]float64{
+		`genderize_requests_total{status="200"}`:                       1,
+		`genderize_requests_total{status="503"}`:                       1,
+		"genderize_names_total":                                        1,
+		`genderize_quota_store_errors_total{policy="redis"}`:           1,
+		`genderize_quota_store_duration_seconds_count{policy="redis"}`: 2,
+		`genderize_quota_store_errors_total{policy="local"}`:           0,
+	} {
+		if got[series] != want {
+			t.Errorf("%s = %v, want %v", series, got[series], want)
+		}
 	}
 }

@@ -148,3 +148,40 @@ func isRequestSeries(series string) bool {
 	}
 	return false
 }
+
+// BenchmarkAccessMetrics is one request through the handler with metrics
+// off and on, side by side (compare ns/op): what recording costs the
+// request path, store timing and cache counting included.
+func BenchmarkAccessMetrics(b *testing.B) {
+	r, err := metrics.New(metrics.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer metrics.Enable(nil)
+	config := func(on bool) *Config {
+		c := testConfig(b, &clock{now: t0})
+		c.Plans["bench"] = Plan{Quota: 1 << 30}
+		c.ThrottleRate, c.ThrottleBurst = 1e9, 1<<30
+		open := c.state.open
+		c.state.open = func(c *Config) (*dependencies, error) {
+			d, err := open(c)
+			if err == nil && on {
+				d.store = timeStore("local", d.store)
+			}
+			return d, err
+		}
+		return c
+	}
+	off, on := config(false), config(true)
+	keyed := consumerWith("plan:bench")
+	for _, q := range []struct{ name, query string }{{"one-name", "name=peter"}, {"batch-100", "country_id=DE&" + batchQuery(100)}} {
+		b.Run(q.name+"/off", func(b *testing.B) {
+			metrics.Enable(nil)
+			runAccess(b, off, keyed, q.query, 200)
+		})
+		b.Run(q.name+"/on", func(b *testing.B) {
+			metrics.Enable(r)
+			runAccess(b, on, keyed, q.query, 200)
+		})
+	}
+}

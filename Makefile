@@ -30,11 +30,15 @@ DB_SOURCES := $(filter-out %_test.go,$(wildcard schema/*.go schema/importer/*.go
 
 all: build db
 
-build: $(BIN)/genderize $(BIN)/genderize-db $(BIN)/kong-standin
+build: $(BIN)/genderize $(BIN)/genderize-db $(BIN)/genderize-usage $(BIN)/kong-standin
 
 # go build is a no-op when nothing changed, so these always ask it.
 $(BIN)/genderize: FORCE
 	CGO_ENABLED=1 $(GO) build -tags '$(STATIC_TAGS)' -ldflags '$(STATIC_LDFLAGS)' -o $@ ./plugin/cmd/genderize
+
+# The admin's usage command ships in the Kong image too: static as well.
+$(BIN)/genderize-usage: FORCE
+	CGO_ENABLED=1 $(GO) build -tags '$(STATIC_TAGS)' -ldflags '$(STATIC_LDFLAGS)' -o $@ ./plugin/cmd/genderize-usage
 
 $(BIN)/genderize-db: FORCE
 	CGO_ENABLED=1 $(GO) build -o $@ ./schema/cmd/genderize-db

@@ -3,8 +3,8 @@
 //
 // # Answers
 //
-// Open (or Shared, once per process and path) opens the database read-only;
-// Predict answers a batch of names in the scope of one country, or of all
+// Open (or Shared, once per process and path, which also follows the file:
+// see Live) opens the database read-only; Predict answers a batch of names in the scope of one country, or of all
 // countries pooled when the country is "". For each name:
 //
 //   - gender is the majority gender, probability its share rounded to two

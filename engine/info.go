@@ -1,21 +1,13 @@
 package engine
 
 import (
-	"cmp"
 	"database/sql"
 	"errors"
 	"fmt"
-	"log/slog"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/genderize-kong/genderize/schema"
 )
-
-// This file stands in for the hot swap's engine/info.go (branch ops), which
-// reads the same facts when it loads a database; merging that branch
-// replaces this file with it.
 
 // Info describes a loaded name database (the metrics' database info).
 type Info struct {
@@ -27,7 +19,9 @@ type Info struct {
 	Loaded        time.Time // when this process loaded it
 }
 
-// readInfo reads e's facts. Counting the keys reads the whole names table.
+// readInfo reads e's facts. Counting the keys reads the whole names
+// table, which also checks that every page of it is there and readable
+// before the database serves.
 func readInfo(e *Engine) (Info, error) {
 	info := Info{Path: e.path, SchemaVersion: schema.VersionString}
 	err := e.db.QueryRow("SELECT value FROM meta WHERE key = ?", schema.MetaBuiltAt).Scan(&info.Built)
@@ -44,32 +38,13 @@ func readInfo(e *Engine) (Info, error) {
 	return info, nil
 }
 
-// infos keeps each shared engine's Info, read when first asked for.
-var infos sync.Map // *Engine -> Info
-
 // SharedInfo describes the databases serving now in this process, one per
-// path Shared opened, by path. A database whose facts cannot be read is
-// logged and left out.
+// path Shared opened, by path.
 func SharedInfo() []Info {
-	shared.Lock()
-	engines := make([]*Engine, 0, len(shared.engines))
-	for _, e := range shared.engines {
-		engines = append(engines, e)
+	lives := sharedLives()
+	infos := make([]Info, len(lives))
+	for i, l := range lives {
+		infos[i] = l.Info()
 	}
-	shared.Unlock()
-	out := make([]Info, 0, len(engines))
-	for _, e := range engines {
-		i, ok := infos.Load(e)
-		if !ok {
-			read, err := readInfo(e)
-			if err != nil {
-				slog.Error("genderize: names db: cannot describe it", "path", e.path, "error", err.Error())
-				continue
-			}
-			i, _ = infos.LoadOrStore(e, read)
-		}
-		out = append(out, i.(Info))
-	}
-	slices.SortFunc(out, func(a, b Info) int { return cmp.Compare(a.Path, b.Path) })
-	return out
+	return infos
 }

@@ -14,7 +14,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,8 +27,8 @@ import (
 )
 
 // bin is this command, built for the tests; its file name is the
-// plugin's name, as Kong requires.
-var bin string
+// plugin's name, as Kong requires. dbTool is genderize-db.
+var bin, dbTool string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "genderize-cmd-")
@@ -34,12 +36,14 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	bin = filepath.Join(dir, "genderize")
+	bin, dbTool = filepath.Join(dir, "genderize"), filepath.Join(dir, "genderize-db")
 	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build the plugin server: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
+	for out, pkg := range map[string]string{bin: ".", dbTool: "../../../schema/cmd/genderize-db"} {
+		if msg, err := exec.Command(goTool, "build", "-o", out, pkg).CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", pkg, err, msg)
+			os.RemoveAll(dir)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
@@ -140,7 +144,7 @@ func TestMetricsEndToEnd(t *testing.T) {
 	defer cancel()
 	started := time.Now()
 	db := namesDB(t)
-	base, url := startWithMetrics(t, ctx, map[string]any{
+	_, base, url := startWithMetrics(t, ctx, map[string]any{
 		"ip_limit": 2,
 		// Eight requests at once per caller, then about one a minute and
 		// a half: the ninth in a row is throttled.
@@ -268,7 +272,7 @@ func namesDB(t *testing.T) string {
 // metrics on a free port and overrides on kong.yml's plugin config, and
 // serves it over HTTP until the test ends. It returns the base URL and
 // the metrics URL.
-func startWithMetrics(t *testing.T, ctx context.Context, overrides map[string]any) (base, metricsURL string) {
+func startWithMetrics(t *testing.T, ctx context.Context, overrides map[string]any) (s *standin.Standin, base, metricsURL string) {
 	t.Helper()
 	decl, err := standin.LoadDeclarative(filepath.Join("..", "..", "..", "kong", "kong.yml"))
 	if err != nil {
@@ -282,7 +286,7 @@ func startWithMetrics(t *testing.T, ctx context.Context, overrides map[string]an
 		config[k] = v
 	}
 	addr := freeAddr(t)
-	s, err := standin.Start(ctx, standin.Options{
+	s, err = standin.Start(ctx, standin.Options{
 		Declarative:     decl,
 		PluginPath:      bin,
 		PluginArgs:      []string{"-metrics-listen", addr},
@@ -295,7 +299,7 @@ func startWithMetrics(t *testing.T, ctx context.Context, overrides map[string]an
 	t.Cleanup(func() { s.Close() })
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
-	return srv.URL, "http://" + addr + "/metrics"
+	return s, srv.URL, "http://" + addr + "/metrics"
 }
 
 // send makes one request and returns its status.
@@ -324,7 +328,7 @@ func TestMetricsRedisOutage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	redis := redisserver.Run(t, redisserver.Options{})
-	base, url := startWithMetrics(t, ctx, map[string]any{
+	_, base, url := startWithMetrics(t, ctx, map[string]any{
 		"quota_policy":   "redis",
 		"redis":          map[string]any{"host": "127.0.0.1", "port": redis.Port, "timeout": 500},
 		"fault_tolerant": false,
@@ -352,5 +356,63 @@ func TestMetricsRedisOutage(t *testing.T) {
 		if got[series] != want {
 			t.Errorf("%s = %v, want %v", series, got[series], want)
 		}
+	}
+}
+
+// buildDB writes a name database at path from long-format TSV rows, with
+// genderize-db build (which renames its result over path).
+func buildDB(t *testing.T, path, tsv string) {
+	t.Helper()
+	src := filepath.Join(t.TempDir(), "rows.tsv")
+	if err := os.WriteFile(src, []byte(tsv), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(dbTool, "build", "-o", path, src).CombinedOutput(); err != nil {
+		t.Fatalf("genderize-db build: %v\n%s", err, out)
+	}
+}
+
+// TestMetricsFollowSwap: the database metrics describe whichever database
+// serves now; a database renamed over the file and reloaded (SIGHUP) shows
+// at the next scrape, with its own load time.
+func TestMetricsFollowSwap(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	live := filepath.Join(t.TempDir(), "names.db")
+	buildDB(t, live, "Anna\tFR\tF\t300\nPeter\tFR\tM\t500\n")
+	s, base, url := startWithMetrics(t, ctx, map[string]any{"database_path": live})
+	if status := send(t, ctx, "GET", base+"/?name=anna&apikey=demo-pro-key"); status != 200 {
+		t.Fatalf("status %d", status)
+	}
+	info := func() ([]string, float64) {
+		t.Helper()
+		got, err := scrape.Get(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.Prefixed("genderize_database_info{"), got["genderize_database_loaded_timestamp_seconds"]
+	}
+	before, loadedBefore := info()
+	if len(before) != 1 || !strings.Contains(before[0], `countries="1",keys="2",path=`+strconv.Quote(live)) {
+		t.Fatalf("first database described as %q", before)
+	}
+
+	buildDB(t, live, "Anna\tFR\tF\t300\nPeter\tDE\tM\t500\nLuca\tIT\tM\t200\n")
+	if err := syscall.Kill(s.PluginPID(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	// The reload runs as the signal arrives; allow it 10 s, bounded.
+	var after []string
+	var loadedAfter float64
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if after, loadedAfter = info(); len(after) == 1 && strings.Contains(after[0], `countries="3",keys="3"`) {
+			break
+		}
+	}
+	if len(after) != 1 || !strings.Contains(after[0], `countries="3",keys="3"`) {
+		t.Fatalf("after the swap: %q, want one series with 3 countries and 3 keys", after)
+	}
+	if loadedAfter <= loadedBefore {
+		t.Errorf("loaded timestamp %v after the swap, %v before", loadedAfter, loadedBefore)
 	}
 }

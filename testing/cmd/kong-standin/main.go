@@ -287,12 +287,15 @@ func bench(ctx context.Context, f flags, log *slog.Logger) error {
 		}
 		runs = append(runs, before...)
 	}
-	runs = append(runs, single1, batch100, refused)
 	var single1With, batch100With *run
 	if compare := strings.Fields(f.compareArgs); len(compare) > 0 {
+		// Each right after its counterpart: the two see the same moment
+		// of a shared machine.
 		single1With = &run{label: "genderize single +args", plugin: f.plugin, args: compare, make: single, names: 1, cap: f.maxRequests}
 		batch100With = &run{label: "genderize batch 100 +args", plugin: f.plugin, args: compare, make: batch, names: 100, cap: f.maxRequests / 20}
-		runs = append(runs, single1With, batch100With)
+		runs = append(runs, single1, single1With, batch100, batch100With, refused)
+	} else {
+		runs = append(runs, single1, batch100, refused)
 	}
 	defer func() {
 		for _, r := range runs {

@@ -153,7 +153,7 @@ var cacheMetrics = false
 // come too: for a key found in one country only, the global row is the
 // country's row (see schema.sql).
 func lookupQuery(n int) string {
-	return "SELECT key, country, form, female, male, female_share, sole FROM names WHERE country IN ('', ?) AND key IN (?" +
+	return "SELECT key, country, form, female, male, female_share, sole, evidence FROM names WHERE country IN ('', ?) AND key IN (?" +
 		strings.Repeat(",?", n-1) + ")"
 }
 
@@ -188,6 +188,7 @@ type row struct {
 	female, male int64
 	share        float64
 	sole         string
+	evidence     float64 // see calibrate.go
 }
 
 // find returns the row of key in country: its own, else the global row of
@@ -276,9 +277,9 @@ func decide(cands []candidate, rows map[rowKey]row, country string) answer {
 		a := answer{count: r.female + r.male}
 		switch {
 		case r.share > 0.5:
-			a.gender, a.probability = Female, round2(r.share)
+			a.gender, a.probability = Female, calibrated(r.share, r.evidence)
 		case r.share < 0.5:
-			a.gender, a.probability = Male, round2(1-r.share)
+			a.gender, a.probability = Male, calibrated(1-r.share, r.evidence)
 		default:
 			a.probability = 0.5
 		}
@@ -351,7 +352,7 @@ func (e *Engine) query(stmt *sql.Stmt, args []any, into map[rowKey]row) error {
 			sole         sql.NullString
 			r            row
 		)
-		if err := rs.Scan(&key, &country, &form, &r.female, &r.male, &r.share, &sole); err != nil {
+		if err := rs.Scan(&key, &country, &form, &r.female, &r.male, &r.share, &sole, &r.evidence); err != nil {
 			return err
 		}
 		r.sole = sole.String

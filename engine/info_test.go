@@ -1,41 +1,31 @@
 package engine
 
 import (
-	"database/sql"
+	"context"
+	"io"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/genderize-kong/genderize/schema"
+	"github.com/genderize-kong/genderize/schema/importer"
 )
 
-// TestSharedInfo describes a small database written here with known
-// contents, through Shared as the plugin opens it.
+// TestSharedInfo describes a small database built here by the importer
+// from known rows, through Shared as the plugin opens it.
 func TestSharedInfo(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "small.db")
-	db, err := sql.Open("sqlite3", path)
-	if err != nil {
+	dir := t.TempDir()
+	src, path := filepath.Join(dir, "rows.tsv"), filepath.Join(dir, "small.db")
+	// Three keys in three countries; anna in two of them.
+	rows := "Anna\tFR\tF\t300\nAnna\tDE\tF\t10\nPeter\tFR\tM\t500\nLuca\tIT\tM\t200\n"
+	if err := os.WriteFile(src, []byte(rows), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	stmts := []string{
-		schema.SQL,
-		"INSERT INTO meta VALUES ('schema_version', '" + schema.VersionString + "'), ('built_at', '2026-01-02T03:04:05Z'), ('global_model', 'test')",
-		"INSERT INTO countries VALUES ('DE', 2, 30, 1), ('FR', 1, 5, 1), ('US', 1, 7, 1)",
-		// Three keys in the global model, one with a folded form too, and
-		// rows of countries: only the global exact rows are keys.
-		`INSERT INTO names VALUES
-			('anna', '', 0, 20, 0, 1, NULL), ('anna', 'DE', 0, 10, 0, 1, NULL), ('anna', 'US', 0, 7, 0, 1, NULL),
-			('jose', '', 0, 0, 5, 0, 'FR'), ('jose', '', 1, 0, 6, 0, 'FR'),
-			('jurgen', '', 0, 0, 10, 0, 'DE')`,
-	}
-	for _, s := range stmts {
-		if _, err := db.Exec(s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
-	db.Close()
-
 	before := time.Now()
+	if _, err := importer.Build(context.Background(), path, []string{src}, io.Discard); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := Shared(path, Options{}); err != nil {
 		t.Fatal(err)
 	}
@@ -51,8 +41,12 @@ func TestSharedInfo(t *testing.T) {
 	if got.Loaded.Before(before) || got.Loaded.After(time.Now()) {
 		t.Errorf("Loaded %v, want during the test (after %v)", got.Loaded, before)
 	}
-	got.Loaded = time.Time{}
-	want := Info{Path: path, SchemaVersion: schema.VersionString, Built: "2026-01-02T03:04:05Z", Keys: 3, Countries: 3}
+	built, err := time.Parse(time.RFC3339, got.Built)
+	if err != nil || built.Before(before.Truncate(time.Second)) || built.After(time.Now()) {
+		t.Errorf("Built %q (%v), want the build's time, RFC 3339", got.Built, err)
+	}
+	got.Loaded, got.Built = time.Time{}, ""
+	want := Info{Path: path, SchemaVersion: schema.VersionString, Keys: 3, Countries: 3}
 	if *got != want {
 		t.Errorf("SharedInfo() has %+v, want %+v", *got, want)
 	}

@@ -240,9 +240,10 @@ func (s *Redis) AllowN(ctx context.Context, key string, limit int, w Window, n i
 			if err == nil {
 				return r, nil
 			}
-			if ctx.Err() != nil {
+			if errors.Is(ctx.Err(), context.Canceled) {
 				// The caller gave up (Kong closed the request): not
-				// Redis's failure.
+				// Redis's failure. A deadline of the caller's, though,
+				// is Redis being too slow, as the store's own timeout.
 				return Result{}, fmt.Errorf("redis quota: %w", ctx.Err())
 			}
 			s.markDown(err)

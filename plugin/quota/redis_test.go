@@ -484,3 +484,35 @@ func TestRedisTLS(t *testing.T) {
 		s.Close()
 	}
 }
+
+// The plugin bounds a request with a deadline of its own, as long as the
+// store's timeout: when it expires on a hung Redis, that is Redis's
+// failure (fallback, or ErrUnavailable), not a caller that went away.
+func TestRedisCallerDeadline(t *testing.T) {
+	for _, ft := range []bool{true, false} {
+		srv := redisserver.Run(t, redisserver.Options{})
+		s := openTestRedis(t, srv.Addr, ft)
+		w := Month(time.Now())
+		allow(t, s, "consumer:a", 10, w, 1)
+		if err := srv.Pause(); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+		r, err := s.AllowN(ctx, "consumer:a", 10, w, 1)
+		cancel()
+		srv.Resume()
+		if ft && (err != nil || r.Allowed != 1) {
+			t.Errorf("fault tolerant, caller's deadline on a hung Redis: %+v, %v", r, err)
+		}
+		if !ft && !errors.Is(err, ErrUnavailable) {
+			t.Errorf("caller's deadline on a hung Redis: %v, want ErrUnavailable", err)
+		}
+		// A caller that cancels is not an outage.
+		waitUp(t, s)
+		ctx, cancel = context.WithCancel(context.Background())
+		cancel()
+		if _, err := s.AllowN(ctx, "consumer:a", 10, w, 1); !errors.Is(err, context.Canceled) || s.down.Load() {
+			t.Errorf("cancelled caller: %v, down %v", err, s.down.Load())
+		}
+	}
+}

@@ -18,9 +18,11 @@ DB_FILES      := $(CORE_FILES) $(if $(CORE_ONLY),,$(EXTRA_FILES)) $(if $(LEXICON
 STATIC_TAGS    := sqlite_omit_load_extension osusergo netgo
 STATIC_LDFLAGS := -s -w -linkmode external -extldflags "-static"
 
-# What the database depends on besides its input files: the importer and the
-# normaliser it shares with the engine.
-DB_SOURCES := $(shell find schema engine -name '*.go' ! -name '*_test.go' 2>/dev/null) $(wildcard schema/*.sql)
+# What the database depends on besides its input files: the schema, the
+# importer, the keys it shares with the engine (schema/namekey) and the build
+# command; never the engine, which the importer does not import.
+DB_SOURCES := $(filter-out %_test.go,$(wildcard schema/*.go schema/importer/*.go schema/namekey/*.go)) \
+	$(wildcard schema/*.sql) schema/cmd/genderize-db/main.go
 
 .PHONY: all build db run test bench vet fmt clean FORCE
 
@@ -59,13 +61,15 @@ test: build $(DB)
 # The protocol benchmark runs the plugin and the no-op plugin (the floor
 # the plugin-server protocol imposes) through the stand-in, no HTTP; the
 # no-op runs on the plugin's own server and on go-pdk's stock one.
+# BENCHFLAGS adds kong-standin flags, e.g. "-compare old/genderize
+# -compare-kong-yml old/kong.yml" to measure an earlier build alongside.
 bench: build $(DB)
 	GENDERIZE_DB=$(abspath $(DB)) $(GO) test -run '^$$' -bench . -benchmem ./engine/
 	$(GO) build -o $(BIN)/noop ./testing/cmd/noop
 	$(GO) build -o $(BIN)/noop-gopdk ./testing/cmd/noop-gopdk
 	$(BIN)/kong-standin -bench -kong-yml kong/kong.yml -plugin $(BIN)/genderize \
 		-noop $(BIN)/noop -noop-stock $(BIN)/noop-gopdk \
-		-db $(abspath $(DB)) -conns 16 -duration 3s
+		-db $(abspath $(DB)) -conns 16 -duration 3s $(BENCHFLAGS)
 
 vet:
 	$(GO) vet ./...

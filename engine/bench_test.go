@@ -15,8 +15,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/genderize-kong/genderize/engine/namekey"
 	"github.com/genderize-kong/genderize/schema"
+	"github.com/genderize-kong/genderize/schema/namekey"
 )
 
 // rssChildEnv makes the test binary measure its memory and exit (see

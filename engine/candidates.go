@@ -4,7 +4,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/genderize-kong/genderize/engine/namekey"
+	"github.com/genderize-kong/genderize/schema/namekey"
 )
 
 // candidate is one key a name is looked up under.

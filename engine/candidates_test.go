@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/genderize-kong/genderize/engine/namekey"
+	"github.com/genderize-kong/genderize/schema/namekey"
 )
 
 func TestCandidates(t *testing.T) {

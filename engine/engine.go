@@ -12,8 +12,8 @@ import (
 	"sync"
 
 	"github.com/dgraph-io/ristretto/v2"
-	"github.com/genderize-kong/genderize/engine/namekey"
 	"github.com/genderize-kong/genderize/schema"
+	"github.com/genderize-kong/genderize/schema/namekey"
 	"github.com/mattn/go-sqlite3"
 )
 

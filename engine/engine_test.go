@@ -10,8 +10,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/genderize-kong/genderize/engine/namekey"
 	"github.com/genderize-kong/genderize/schema"
+	"github.com/genderize-kong/genderize/schema/namekey"
 )
 
 // dbPath is the real name database the tests run on: $GENDERIZE_DB (set by

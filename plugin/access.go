@@ -1,27 +1,26 @@
 package plugin
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/Kong/go-pdk"
-	"github.com/Kong/go-pdk/entities"
 	"github.com/Kong/go-pdk/server/kong_plugin_protocol"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/genderize-kong/genderize/engine"
 	"github.com/genderize-kong/genderize/plugin/quota"
 	"github.com/genderize-kong/genderize/plugin/throttle"
 )
 
-// storeTimeout bounds how long a request waits for the quota store before
-// failing closed.
-const storeTimeout = 5 * time.Second
+// localStoreTimeout bounds how long a request waits for the local quota
+// store (a group commit on a busy disk) before failing closed.
+const localStoreTimeout = 5 * time.Second
 
 // predictor is what the plugin needs of the name engine.
 type predictor interface {
@@ -34,6 +33,9 @@ type dependencies struct {
 	names    predictor
 	store    quota.Store
 	throttle *throttle.Limiter
+	// storeTimeout bounds every store call of a request: the policy's
+	// timeout, so that no request waits longer.
+	storeTimeout time.Duration
 }
 
 // instance is the per-instance state go-pdk cannot see. Kong calls the
@@ -44,10 +46,10 @@ type instance struct {
 
 	validateOnce sync.Once
 	configErr    error
+	log          *limitedLogger
 
-	deps     atomic.Pointer[dependencies]
-	openMu   sync.Mutex
-	lastLogs sync.Map // message -> time.Time of its last log line
+	deps   atomic.Pointer[dependencies]
+	openMu sync.Mutex
 }
 
 func newInstance() *instance {
@@ -65,22 +67,16 @@ func openShared(c *Config) (*dependencies, error) {
 	if err != nil {
 		return nil, fmt.Errorf("database_path: open name database %s: %w", c.DatabasePath, err)
 	}
-	store, err := quota.SharedLocal(c.QuotaPath)
+	store, err := quota.Open(c.QuotaPolicy, c.quotaOptions())
 	if err != nil {
-		return nil, fmt.Errorf("quota_path: %w", err)
+		return nil, fmt.Errorf("%s: %w", c.quotaField(), err)
 	}
-	return &dependencies{names: names, store: store, throttle: throttle.Shared(c.ThrottleRate, c.ThrottleBurst)}, nil
-}
-
-// logOnce logs msg at most once a minute per instance and key, so that a
-// misconfigured node does not write a line per request.
-func (in *instance) logOnce(key, msg string, args ...any) {
-	now := time.Now()
-	if last, ok := in.lastLogs.Load(key); ok && now.Sub(last.(time.Time)) < time.Minute {
-		return
-	}
-	in.lastLogs.Store(key, now)
-	slog.Error(msg, append([]any{"plugin", "genderize"}, args...)...)
+	return &dependencies{
+		names:        names,
+		store:        store,
+		throttle:     throttle.Shared(c.ThrottleRate, c.ThrottleBurst),
+		storeTimeout: c.storeTimeout(),
+	}, nil
 }
 
 // ready validates the config on first use (go-pdk has no start hook) and
@@ -89,8 +85,11 @@ func (in *instance) logOnce(key, msg string, args ...any) {
 func (c *Config) ready() (*dependencies, bool) {
 	in := c.state
 	in.validateOnce.Do(func() {
+		// The logger is made here rather than in New so that it is the
+		// default logger of the moment the instance first serves.
+		in.log = newLimitedLogger(slog.Default().With("plugin", "genderize"))
 		if in.configErr = c.validate(); in.configErr != nil {
-			slog.Error("genderize: bad plugin config, answering 500 until it is fixed", "plugin", "genderize", "error", in.configErr.Error())
+			in.log.Error("genderize: bad plugin config, answering 500 until it is fixed", slog.Any("error", in.configErr))
 		}
 	})
 	if in.configErr != nil {
@@ -106,243 +105,128 @@ func (c *Config) ready() (*dependencies, bool) {
 	}
 	d, err := in.open(c)
 	if err != nil {
-		in.logOnce("open", "genderize: cannot open its files, answering 500", "error", err.Error())
+		in.log.once(in.now(), "open", "genderize: cannot open its files, answering 500", slog.Any("error", err))
 		return nil, false
 	}
 	in.deps.Store(d)
 	return d, true
 }
 
-// exchange is one request: the PDK and what the answer will say.
-type exchange struct {
-	kong   *pdk.PDK
-	exited bool
-	// window is the caller's rate-limit state as far as it is known, for
-	// an answer that has to be made before or without a better one.
-	window quota.Result
-}
-
-func (x *exchange) exit(status int, body []byte, h *structpb.Struct) {
-	x.exited = true
-	exit(x.kong, status, body, h)
-}
-
-// exit is go-pdk's kong.Response.Exit with the headers already in the
-// form Kong receives them.
-func exit(kong *pdk.PDK, status int, body []byte, h *structpb.Struct) {
-	// Kong does not answer an Exit in the access phase: the error is the
-	// connection closing, as with go-pdk's Exit, which ignores it too.
-	_ = kong.Response.Ask("kong.response.exit", &kong_plugin_protocol.ExitArgs{Status: int32(status), Body: body, Headers: h}, nil)
-	// Exit closes the connection to Kong: nothing may follow it.
-	kong.Response.Close()
-}
-
-func (x *exchange) fail(e *apiError, r quota.Result) {
-	x.exit(e.status, e.body, headers(r))
-}
-
 // Access answers the request. It is the plugin's only phase: the route has
-// no service, every request ends here with an Exit.
+// no service, every request ends here with one Exit.
+//
+// It is a thin adapter in the manner of Kong's rate-limiting handler: it
+// gathers the facts with at most three PDK calls, decide answers, and
+// respond makes the headers and calls Exit. The calls, in order:
+//
+//  1. kong.nginx.get_var("request"): the request line, read as bytes. It
+//     carries the method and the raw query in one round trip (the method
+//     decides 405 and preflights for every caller, key-less ones
+//     included, who also need their IP), and raw bytes that are not
+//     UTF-8 arrive intact, where get_raw_query's protobuf string would
+//     be refused by Go's decoder.
+//  2. kong.client.get_consumer: who key-auth says the caller is, with the
+//     tags that carry plan and subscription.
+//  3. kong.client.get_forwarded_ip: only for callers counted per IP (the
+//     anonymous consumer, a preflight without a consumer).
+//  4. kong.response.exit, which ends the request.
+//
+// Contract with the plugin server (plugin/pluginserver): Access answers
+// every request with exactly one Exit and then closes the connection
+// (Response.Close), making no PDK call after it; the server then writes
+// nothing more on it. Panics are recovered here, first inside decide (the
+// answer keeps the caller's window) and then around the PDK calls (a 500
+// with empty rate headers if nothing was sent yet); the server's own
+// recover is the last resort for handlers that do not, and it can only
+// close the connection, which Kong answers with its own 500.
 func (c *Config) Access(kong *pdk.PDK) {
-	x := &exchange{kong: kong}
+	exited := false
 	defer func() {
 		if p := recover(); p != nil {
 			slog.Error("genderize: panic while answering", "plugin", "genderize", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			if !x.exited {
-				x.fail(errInternal, x.window)
+			if !exited {
+				respond(kong, refusal(errInternal, reasonInternal, quota.Result{}))
 			}
 		}
 	}()
-	c.access(x)
+	d := c.access(kong)
+	exited = true
+	respond(kong, d)
 }
 
-func (c *Config) access(x *exchange) {
+// access gathers the facts and decides; it answers nothing itself.
+func (c *Config) access(kong *pdk.PDK) decision {
 	if c.state == nil {
 		slog.Error("genderize: config not made by New", "plugin", "genderize")
-		x.fail(errInternal, quota.Result{})
-		return
+		return refusal(errInternal, reasonInternal, quota.Result{})
 	}
 	in := c.state
 	deps, ok := c.ready()
 	if !ok {
-		x.fail(errInternal, quota.Result{})
-		return
+		return refusal(errInternal, reasonInternal, quota.Result{})
 	}
-
-	consumer, err := x.kong.Client.GetConsumer()
+	var f facts
+	line, err := requestLine(kong)
 	if err != nil {
-		in.logOnce("get_consumer", "genderize: kong.client.get_consumer failed", "error", err.Error())
-		x.fail(errInternal, quota.Result{})
-		return
+		return in.log.failed(in.now(), "get_var request", err)
 	}
-	now := in.now()
-	if consumer.Id == "" && consumer.Username == "" {
-		c.noConsumer(x, deps, now)
-		return
+	f.method, f.query = splitRequestLine(line)
+	if f.consumer, err = kong.Client.GetConsumer(); err != nil {
+		return in.log.failed(in.now(), "get_consumer", err)
 	}
-
-	raw, err := x.kong.Request.GetRawQuery()
-	if err != nil {
-		in.logOnce("get_raw_query", "genderize: kong.request.get_raw_query failed", "error", err.Error())
-		x.fail(errInternal, quota.Result{})
-		return
-	}
-	q := parseQuery(raw, c.MaxBatch, c.MaxNameLength)
-
-	// Who pays: the client IP for the anonymous consumer, the consumer
-	// otherwise.
-	var (
-		key, throttleKey string
-		limit            int
-		window           quota.Window
-	)
-	if c.isAnonymous(consumer) {
-		ip, err := x.kong.Client.GetForwardedIp()
-		if err != nil {
-			in.logOnce("get_forwarded_ip", "genderize: kong.client.get_forwarded_ip failed", "error", err.Error())
-			x.fail(errInternal, quota.Result{})
-			return
-		}
-		key, throttleKey = "ip:"+ip, "ip:"+ip
-		limit, window = c.IPLimit, c.ipWindow(now)
-		x.window = quota.Result{Limit: limit, ResetAfter: window.ResetAfter()}
-		if q.apikey {
-			// key-auth maps a key it does not know to the anonymous
-			// consumer: a key was sent, so it was not recognised.
-			c.refuse(x, deps, errInvalidKey, key, limit, window)
-			return
-		}
-	} else {
-		id := consumer.Id
-		if id == "" {
-			id = consumer.Username
-		}
-		key, throttleKey = "consumer:"+id, "consumer:"+id
-		window = quota.Month(now)
-		sub := subscriptionOf(consumer.Tags, c.Plans, c.DefaultPlan, now)
-		if sub.bad != "" {
-			in.logOnce("tags "+consumer.Id+sub.bad, "genderize: consumer tags not understood", "consumer_id", consumer.Id, "username", consumer.Username, "problem", sub.bad)
-		}
-		if !sub.known {
-			if sub.bad == "" {
-				in.logOnce("plan "+consumer.Id+sub.planName, "genderize: consumer has a plan that is not in the plugin config, refusing it", "consumer_id", consumer.Id, "username", consumer.Username, "plan", sub.planName)
-			}
-			x.fail(errNotActive, quota.Result{ResetAfter: window.ResetAfter()})
-			return
-		}
-		limit = sub.plan.Quota
-		x.window = quota.Result{Limit: limit, ResetAfter: window.ResetAfter()}
-		if sub.inactive != "" {
-			c.refuse(x, deps, errNotActive, key, limit, window)
-			return
+	if c.needsClientIP(&f) {
+		if f.clientIP, err = kong.Client.GetForwardedIp(); err != nil {
+			return in.log.failed(in.now(), "get_forwarded_ip", err)
 		}
 	}
-
-	if q.problem != nil {
-		c.refuse(x, deps, q.problem, key, limit, window)
-		return
-	}
-	if ok, retryAfter := deps.throttle.Allow(throttleKey, now); !ok {
-		state, ok := c.peek(x, deps, key, limit, window)
-		if ok {
-			x.exit(errTooLow.status, errTooLow.body, throttledHeaders(state, retryAfter))
-		}
-		return
-	}
-
-	// Predict before counting: a request that fails consumes nothing, and
-	// a prediction needs no undoing.
-	predictions, err := deps.names.Predict(q.names, q.country)
-	if err != nil || len(predictions) != len(q.names) {
-		in.logOnce("predict", "genderize: prediction failed", "error", fmt.Sprint(err), "names", len(q.names), "predictions", len(predictions))
-		c.refuse(x, deps, errInternal, key, limit, window)
-		return
-	}
-
-	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-	defer cancel()
-	state, err := deps.store.AllowN(ctx, key, limit, window, len(q.names))
-	if err != nil {
-		in.logOnce("store", "genderize: quota store failed", "error", err.Error())
-		x.fail(errInternal, x.window)
-		return
-	}
-	switch {
-	case state.Allowed == 0 && state.Remaining == 0:
-		x.fail(errLimitReached, state)
-		return
-	case state.Allowed == 0:
-		// Some names are left, fewer than asked for: retry with fewer.
-		x.fail(errTooLow, state)
-		return
-	}
-
-	var body []byte
-	if q.batch {
-		body = engine.AppendJSONArray(make([]byte, 0, 80*len(predictions)), predictions)
-	} else {
-		body = predictions[0].AppendJSON(make([]byte, 0, 80))
-	}
-	x.exit(200, body, headers(state))
+	return c.answer(deps, &f)
 }
 
-// noConsumer answers a request key-auth let through without a consumer: a
-// CORS preflight (key-auth's run_on_preflight is off) or a route that lacks
-// key-auth.
-func (c *Config) noConsumer(x *exchange, deps *dependencies, now time.Time) {
+// answer decides at the instance's time and logs what the decision asks.
+func (c *Config) answer(deps *dependencies, f *facts) decision {
 	in := c.state
-	method, err := x.kong.Request.GetMethod()
-	if err != nil {
-		in.logOnce("get_method", "genderize: kong.request.get_method failed", "error", err.Error())
-		x.fail(errInternal, quota.Result{})
-		return
+	now := in.now()
+	d := c.decide(deps, f, now)
+	if d.problem != nil {
+		in.log.once(now, d.problem.key, d.problem.msg, d.problem.attrs...)
 	}
-	if method != "OPTIONS" {
-		in.logOnce("no consumer", "genderize: request without a consumer; key-auth with anonymous must run before genderize on this route", "method", method)
-		x.fail(errInternal, quota.Result{})
-		return
-	}
-	ip, err := x.kong.Client.GetForwardedIp()
-	if err != nil {
-		in.logOnce("get_forwarded_ip", "genderize: kong.client.get_forwarded_ip failed", "error", err.Error())
-		x.fail(errInternal, quota.Result{})
-		return
-	}
-	window := c.ipWindow(now)
-	x.window = quota.Result{Limit: c.IPLimit, ResetAfter: window.ResetAfter()}
-	state, ok := c.peek(x, deps, "ip:"+ip, c.IPLimit, window)
-	if !ok {
-		return
-	}
-	x.exit(204, nil, preflightHeaders(state))
+	return d
 }
 
-// refuse answers e with the caller's window as it stands.
-func (c *Config) refuse(x *exchange, deps *dependencies, e *apiError, key string, limit int, w quota.Window) {
-	state, ok := c.peek(x, deps, key, limit, w)
-	if ok {
-		x.fail(e, state)
+// requestVar is the argument of the request-line call, made once.
+var requestVar = &kong_plugin_protocol.String{V: "request"}
+
+// requestLine is nginx's $request, the request line exactly as the client
+// sent it ("GET /?name=x HTTP/1.1"). Kong sends it in a protobuf string
+// field without checking it is UTF-8; declaring the answer as bytes (same
+// field number) keeps Go's decoder from refusing raw bytes.
+func requestLine(kong *pdk.PDK) (string, error) {
+	var out kong_plugin_protocol.ByteString
+	if err := kong.Nginx.Ask("kong.nginx.get_var", requestVar, &out); err != nil {
+		return "", err
 	}
+	// The decoder made out.V for this answer alone and nothing writes to
+	// it again: viewing it as a string saves a copy of up to the whole
+	// query (kilobytes for a batch).
+	return unsafe.String(unsafe.SliceData(out.V), len(out.V)), nil
 }
 
-// peek reads the caller's window without consuming; if the store cannot
-// say, it answers 500 itself and returns false.
-func (c *Config) peek(x *exchange, deps *dependencies, key string, limit int, w quota.Window) (quota.Result, bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-	defer cancel()
-	state, err := deps.store.AllowN(ctx, key, limit, w, 0)
-	if err != nil {
-		c.state.logOnce("store", "genderize: quota store failed", "error", err.Error())
-		x.fail(errInternal, x.window)
-		return quota.Result{}, false
-	}
-	return state, true
+// splitRequestLine returns the method and the raw query (after the first
+// '?' of the target, as nginx's $args) of a request line.
+func splitRequestLine(line string) (method, query string) {
+	method, target, _ := strings.Cut(line, " ")
+	target, _, _ = strings.Cut(target, " ")
+	_, query, _ = strings.Cut(target, "?")
+	return method, query
 }
 
-func (c *Config) isAnonymous(consumer entities.Consumer) bool {
-	return consumer.Username == c.AnonymousConsumer || consumer.Id == c.AnonymousConsumer
-}
-
-func (c *Config) ipWindow(now time.Time) quota.Window {
-	return quota.Fixed(now, time.Duration(c.IPWindowSeconds)*time.Second)
+// respond is the one place an answer leaves: the headers made from the
+// decision, then go-pdk's kong.Response.Exit with them already in the
+// form Kong receives.
+func respond(kong *pdk.PDK, d decision) {
+	// Kong does not answer an Exit in the access phase: the error is the
+	// connection closing, as with go-pdk's Exit, which ignores it too.
+	_ = kong.Response.Ask("kong.response.exit", &kong_plugin_protocol.ExitArgs{Status: int32(d.status), Body: d.body, Headers: headers(&d)}, nil)
+	// Exit closes the connection to Kong: nothing may follow it.
+	kong.Response.Close()
 }

@@ -44,8 +44,8 @@ const (
 	clientIP   = "203.0.113.7"
 )
 
-func get(consumer *kong_plugin_protocol.Consumer, rawQuery string) *fakeKong {
-	return &fakeKong{consumer: consumer, method: "GET", rawQuery: rawQuery, ip: clientIP}
+func get(consumer *kong_plugin_protocol.Consumer, rawQuery string) *request {
+	return &request{consumer: consumer, method: "GET", rawQuery: rawQuery, ip: clientIP}
 }
 
 func jsonError(msg string) string { return `{"error":"` + msg + `"}` }
@@ -74,39 +74,44 @@ func check(t *testing.T, label string, got *exitArgs, w want) {
 	}
 }
 
+// TestPDKCallsPerRequest is the adapter's test: the PDK calls each kind of
+// request makes, through go-pdk's real bridge. Every other test decides
+// without Kong.
 func TestPDKCallsPerRequest(t *testing.T) {
 	clk := &clock{now: t0}
 	c := testConfig(t, clk)
+	const (
+		line     = "kong.nginx.get_var"
+		consumer = "kong.client.get_consumer"
+		ip       = "kong.client.get_forwarded_ip"
+		exit     = "kong.response.exit"
+	)
 	tests := []struct {
 		name   string
-		req    *fakeKong
+		req    *request
 		status int
 		calls  []string
 	}{
-		{"keyed", get(demoFree, "name=peter"), 200,
-			[]string{"kong.client.get_consumer", "kong.request.get_raw_query", "kong.response.exit"}},
-		{"keyed error", get(demoFree, ""), 422,
-			[]string{"kong.client.get_consumer", "kong.request.get_raw_query", "kong.response.exit"}},
-		{"key-less", get(anonymous, "name=peter"), 200,
-			[]string{"kong.client.get_consumer", "kong.request.get_raw_query", "kong.client.get_forwarded_ip", "kong.response.exit"}},
-		{"key-less error", get(anonymous, "name="), 422,
-			[]string{"kong.client.get_consumer", "kong.request.get_raw_query", "kong.client.get_forwarded_ip", "kong.response.exit"}},
-		{"preflight", &fakeKong{method: "OPTIONS", ip: clientIP}, 204,
-			[]string{"kong.client.get_consumer", "kong.request.get_method", "kong.client.get_forwarded_ip", "kong.response.exit"}},
-		{"no key-auth", &fakeKong{method: "GET", rawQuery: "name=peter", ip: clientIP}, 500,
-			[]string{"kong.client.get_consumer", "kong.request.get_method", "kong.response.exit"}},
-		{"max batch", get(demoPro, "country_id=de&"+batchQuery(100)), 200,
-			[]string{"kong.client.get_consumer", "kong.request.get_raw_query", "kong.response.exit"}},
+		{"keyed", get(demoFree, "name=peter"), 200, []string{line, consumer, exit}},
+		{"keyed error", get(demoFree, ""), 422, []string{line, consumer, exit}},
+		{"keyed POST", &request{consumer: demoFree, method: "POST", rawQuery: "name=peter", ip: clientIP}, 405, []string{line, consumer, exit}},
+		{"key-less", get(anonymous, "name=peter"), 200, []string{line, consumer, ip, exit}},
+		{"key-less error", get(anonymous, "name="), 422, []string{line, consumer, ip, exit}},
+		{"key-less DELETE", &request{consumer: anonymous, method: "DELETE", ip: clientIP}, 405, []string{line, consumer, ip, exit}},
+		{"raw bytes", get(demoFree, "name=\xff"), 422, []string{line, consumer, exit}},
+		{"preflight", &request{method: "OPTIONS", ip: clientIP}, 204, []string{line, consumer, ip, exit}},
+		{"no key-auth", &request{method: "GET", rawQuery: "name=peter", ip: clientIP}, 500, []string{line, consumer, exit}},
+		{"max batch", get(demoPro, "country_id=de&"+batchQuery(100)), 200, []string{line, consumer, exit}},
 	}
 	captureLogs(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := tt.req.do(t, c)
+			got, calls := tt.req.viaKong(t, c)
 			if got.status != tt.status {
 				t.Errorf("status %d, want %d (%s)", got.status, tt.status, got.body)
 			}
-			if !slices.Equal(tt.req.calls, tt.calls) {
-				t.Errorf("PDK calls\n%v\nwant\n%v", tt.req.calls, tt.calls)
+			if !slices.Equal(calls, tt.calls) {
+				t.Errorf("PDK calls\n%v\nwant\n%v", calls, tt.calls)
 			}
 		})
 	}
@@ -160,7 +165,11 @@ func TestErrors(t *testing.T) {
 		{"C1 control", demoFree, "name=pe%C2%85ter", want{422, jsonError("Invalid 'name' parameter"), 2500, 2500, monthReset}},
 		{"bad percent", demoFree, "name=pe%zzter", want{422, jsonError("Invalid 'name' parameter"), 2500, 2500, monthReset}},
 		{"cut percent", demoFree, "name=peter%E", want{422, jsonError("Invalid 'name' parameter"), 2500, 2500, monthReset}},
-		{"name twice", demoFree, "name=peter&name=maria", want{422, jsonError("Invalid 'name' parameter"), 2500, 2500, monthReset}},
+		{"raw byte", demoFree, "name=\xff", want{422, jsonError("Invalid 'name' parameter"), 2500, 2500, monthReset}},
+		{"raw bytes in a batch", demoFree, "name[]=ok&name[]=pe\xc3\x28ter", want{422, jsonError("Invalid 'name' parameter"), 2500, 2500, monthReset}},
+		{"key-less raw byte", anonymous, "name=\xffpeter", want{422, jsonError("Invalid 'name' parameter"), 100, 100, dayReset}},
+		{"101 repeated names", demoFree, strings.Repeat("name=x&", 101), want{422, jsonError("Invalid 'name' parameter"), 2500, 2500, monthReset}},
+		{"name twice and name[]", demoFree, "name=peter&name=maria&name[]=x", want{422, jsonError("Invalid 'name' parameter"), 2500, 2500, monthReset}},
 		{"name and name[]", demoFree, "name=peter&name%5B%5D=maria", want{422, jsonError("Invalid 'name' parameter"), 2500, 2500, monthReset}},
 		{"name and name[0]", demoFree, "name[0]=maria&name=peter", want{422, jsonError("Invalid 'name' parameter"), 2500, 2500, monthReset}},
 		{"101 names", demoFree, batchQuery(101), want{422, jsonError("Invalid 'name' parameter"), 2500, 2500, monthReset}},
@@ -267,6 +276,9 @@ func TestBatchOrderAndEcho(t *testing.T) {
 		{"semicolon is part of a name", "name=anna;bob", false, "", []string{"anna;bob"}},
 		{"country applies to all", "country_id=dE&name%5B%5D=Andrea&name%5B%5D=Kim", true, "DE", []string{"Andrea", "Kim"}},
 		{"unknown parameters ignored", "language_id=en&name=peter&x=%zz&&=", false, "", []string{"peter"}},
+		{"raw bytes in an unknown parameter ignored", "x=\xff\xfe&name=peter&\xff=1", false, "", []string{"peter"}},
+		{"repeated name is a batch", "name=Ben&name=Allister", true, "", []string{"Ben", "Allister"}},
+		{"repeated name, raw UTF-8", "name=Jos\xc3\xa9&name=Ana", true, "", []string{"José", "Ana"}},
 		{"100 characters", "name=" + strings.Repeat("%C3%A9", 100), false, "", []string{strings.Repeat("é", 100)}},
 	}
 	remaining := 1000000
@@ -417,7 +429,7 @@ func TestPreflight(t *testing.T) {
 	clk := &clock{now: t0}
 	c := testConfig(t, clk)
 	get(anonymous, batchQuery(3)).do(t, c) // the IP has used 3 names
-	got := (&fakeKong{method: "OPTIONS", ip: clientIP}).do(t, c)
+	got := (&request{method: "OPTIONS", ip: clientIP}).do(t, c)
 	check(t, "preflight", got, want{204, "", 100, 97, dayReset})
 	for h, v := range map[string]string{
 		"Access-Control-Allow-Methods": "GET, OPTIONS",
@@ -437,7 +449,7 @@ func TestNoConsumerIsAnInternalError(t *testing.T) {
 	c := testConfig(t, clk)
 	logs := captureLogs(t)
 	for _, method := range []string{"GET", "HEAD", "POST"} {
-		got := (&fakeKong{method: method, rawQuery: "name=peter", ip: clientIP}).do(t, c)
+		got := (&request{method: method, rawQuery: "name=peter", ip: clientIP}).do(t, c)
 		check(t, method, got, want{500, jsonError("Internal error"), 0, 0, "0"})
 	}
 	if n := strings.Count(logs.String(), "key-auth with anonymous must run before genderize"); n != 1 {
@@ -510,7 +522,6 @@ func TestBadConfig(t *testing.T) {
 		{"throttle_rate", func(c *Config) { c.ThrottleRate = 0 }},
 		{"throttle_burst", func(c *Config) { c.ThrottleBurst = 0 }},
 		{"quota_policy", func(c *Config) { c.QuotaPolicy = "memory" }},
-		{"quota_policy", func(c *Config) { c.QuotaPolicy = "redis" }},
 		{"quota_path", func(c *Config) { c.QuotaPath = "" }},
 	}
 	for _, tt := range tests {
@@ -520,11 +531,10 @@ func TestBadConfig(t *testing.T) {
 			tt.change(c)
 			logs := captureLogs(t)
 			for range 3 {
-				req := get(demoFree, "name=peter")
-				got := req.do(t, c)
+				got, calls := get(demoFree, "name=peter").viaKong(t, c)
 				check(t, tt.field, got, want{500, jsonError("Internal error"), 0, 0, "0"})
-				if len(req.calls) != 1 {
-					t.Errorf("PDK calls %v, want the exit alone", req.calls)
+				if len(calls) != 1 {
+					t.Errorf("PDK calls %v, want the exit alone", calls)
 				}
 			}
 			lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
@@ -615,7 +625,7 @@ func TestConcurrentRequests(t *testing.T) {
 			defer wg.Done()
 			for i := range perWorker {
 				n := 1 + (g+i)%2
-				f := get(tiny, batchQuery(n))
+				f := &fakeKong{request: *get(tiny, batchQuery(n))}
 				conn := bridgetest.MockFunc(f)
 				c.Access(pdk.Init(conn))
 				conn.Close()

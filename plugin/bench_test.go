@@ -18,7 +18,7 @@ type exitOnly struct{}
 var exitOnlyBody = []byte(`{"name":"peter","gender":"male","probability":1.0,"count":1}`)
 
 func (exitOnly) Access(kong *pdk.PDK) {
-	exit(kong, 200, exitOnlyBody, headers(quota.Result{Limit: 2500, Remaining: 2499, ResetAfter: time.Hour}))
+	respond(kong, decision{status: 200, body: exitOnlyBody, rate: quota.Result{Limit: 2500, Remaining: 2499, ResetAfter: time.Hour}})
 }
 
 type accessor interface{ Access(*pdk.PDK) }
@@ -27,7 +27,7 @@ func runAccess(b *testing.B, h accessor, consumer *kong_plugin_protocol.Consumer
 	b.Helper()
 	b.ReportAllocs()
 	for b.Loop() {
-		f := &fakeKong{consumer: consumer, method: "GET", rawQuery: rawQuery, ip: clientIP}
+		f := &fakeKong{request: request{consumer: consumer, method: "GET", rawQuery: rawQuery, ip: clientIP}}
 		conn := bridgetest.MockFunc(f)
 		h.Access(pdk.Init(conn))
 		conn.Close()

@@ -4,8 +4,10 @@
 //
 // Kong talks to it through package pluginserver (see cmd/genderize). Every
 // PDK call is a round trip to Kong, so a request costs at most four: the
-// consumer, the raw query, the client IP (key-less callers only) and the
-// exit carrying status, body and every header.
+// request line (method and raw query), the consumer, the client IP
+// (callers counted per IP only) and the exit carrying status, body and
+// every header. Access gathers those facts, decide answers from them, and
+// respond sends the answer.
 package plugin
 
 import (
@@ -13,8 +15,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"sort"
 	"strings"
+	"time"
+
+	"github.com/genderize-kong/genderize/plugin/quota"
 )
 
 // Version and Priority are what Kong sees of the plugin. The priority is
@@ -26,8 +32,8 @@ const (
 
 // Config is the plugin's configuration, the schema Kong loads through
 // `genderize -dump`. go-pdk builds that schema from the exported fields; only
-// strings, booleans, int, float64, maps and nested structs survive, and no
-// default reaches Kong: New sets them, validate checks them.
+// strings, booleans, int, float64, maps, slices and nested structs
+// survive, and no default reaches Kong: New sets them, validate checks them.
 type Config struct {
 	// DatabasePath is the SQLite name database built by genderize-db.
 	DatabasePath string `json:"database_path"`
@@ -53,15 +59,45 @@ type Config struct {
 	// average; ThrottleBurst how many at once.
 	ThrottleRate  float64 `json:"throttle_rate"`
 	ThrottleBurst int     `json:"throttle_burst"`
-	// QuotaPolicy is where quota counters live: "local" (a SQLite file on
-	// this node, QuotaPath). "redis" is planned.
+	// QuotaPolicy is where quota counters live, one of the policies
+	// registered with package quota: "local" (a SQLite file on this node,
+	// QuotaPath) or "redis" (shared by a cluster, Redis).
 	QuotaPolicy string `json:"quota_policy"`
 	// QuotaPath is the SQLite file of the local policy. Kong's plugin server
 	// process must be able to create and write it.
 	QuotaPath string `json:"quota_path"`
+	// Redis is where the redis policy keeps its counters, in the shape of
+	// the redis record of Kong's own rate-limiting plugin (3.6+).
+	Redis RedisConfig `json:"redis"`
+	// FaultTolerant, with the redis policy, keeps answering with counts
+	// on this node while Redis cannot be reached; off, such requests are
+	// answered 503 and consume nothing.
+	FaultTolerant bool `json:"fault_tolerant"`
 
 	// state is per instance and invisible to Kong (unexported).
 	state *instance
+}
+
+// RedisConfig is the redis record of the config. Host and port name one
+// server; ClusterAddresses selects Redis Cluster; SentinelMaster with
+// SentinelAddresses selects Sentinel.
+type RedisConfig struct {
+	Host       string `json:"host"`
+	Port       int    `json:"port"`
+	Username   string `json:"username"`
+	Password   string `json:"password"`
+	Database   int    `json:"database"`
+	SSL        bool   `json:"ssl"`
+	SSLVerify  bool   `json:"ssl_verify"`
+	ServerName string `json:"server_name"`
+	// Timeout bounds every round trip to Redis, connecting included, in
+	// milliseconds; no request waits longer for its quota.
+	Timeout           int      `json:"timeout"`
+	ClusterAddresses  []string `json:"cluster_addresses"`
+	SentinelMaster    string   `json:"sentinel_master"`
+	SentinelAddresses []string `json:"sentinel_addresses"`
+	SentinelUsername  string   `json:"sentinel_username"`
+	SentinelPassword  string   `json:"sentinel_password"`
 }
 
 // Plan is one subscription plan.
@@ -105,6 +141,8 @@ func New() any {
 		ThrottleBurst:     50,
 		QuotaPolicy:       "local",
 		QuotaPath:         "/var/lib/genderize/quota.db",
+		Redis:             RedisConfig{Port: 6379, Timeout: 2000},
+		FaultTolerant:     true,
 		state:             newInstance(),
 	}
 }
@@ -156,17 +194,93 @@ func (c *Config) validate() error {
 	case c.ThrottleBurst < 1:
 		return fmt.Errorf("throttle_burst: %d, must be at least 1", c.ThrottleBurst)
 	}
+	if !quota.Known(c.QuotaPolicy) {
+		return fmt.Errorf("quota_policy: %q, must be one of %s", c.QuotaPolicy, strings.Join(quota.Policies(), ", "))
+	}
 	switch c.QuotaPolicy {
 	case "local":
 		if c.QuotaPath == "" {
 			return errors.New("quota_path: must not be empty with quota_policy local")
 		}
 	case "redis":
-		return errors.New(`quota_policy: "redis" is not available in this version, use "local"`)
-	default:
-		return fmt.Errorf(`quota_policy: %q, must be "local"`, c.QuotaPolicy)
+		return c.Redis.validate()
 	}
 	return nil
+}
+
+// maxRedisTimeout is a minute: longer, and a Redis outage would hold
+// requests past any client's patience.
+const maxRedisTimeout = 60000
+
+// validate checks the redis record, naming fields as Kong does.
+func (r *RedisConfig) validate() error {
+	switch {
+	case r.Host == "" && len(r.ClusterAddresses) == 0 && (r.SentinelMaster == "" || len(r.SentinelAddresses) == 0):
+		return errors.New("redis: quota_policy redis needs redis.host, redis.cluster_addresses, or redis.sentinel_master with redis.sentinel_addresses")
+	case r.Host != "" && (r.Port < 1 || r.Port > 65535):
+		return fmt.Errorf("redis.port: %d, must be between 1 and 65535", r.Port)
+	case r.Database < 0:
+		return fmt.Errorf("redis.database: %d, must be 0 or more", r.Database)
+	case r.Timeout < 1 || r.Timeout > maxRedisTimeout:
+		return fmt.Errorf("redis.timeout: %d, must be between 1 and %d milliseconds", r.Timeout, maxRedisTimeout)
+	}
+	for _, list := range []struct {
+		field string
+		addrs []string
+	}{{"redis.cluster_addresses", r.ClusterAddresses}, {"redis.sentinel_addresses", r.SentinelAddresses}} {
+		for _, a := range list.addrs {
+			if _, _, err := net.SplitHostPort(a); err != nil || strings.Contains(a, ",") {
+				return fmt.Errorf("%s: %q is not host:port", list.field, a)
+			}
+		}
+	}
+	return nil
+}
+
+// quotaOptions are what the configured policy reads. The local policy gets
+// its path alone, so that instances differing only in redis settings share
+// one store (quota.Open shares per policy and options).
+func (c *Config) quotaOptions() quota.Options {
+	if c.QuotaPolicy == "local" {
+		return quota.Options{Path: c.QuotaPath}
+	}
+	r := c.Redis
+	return quota.Options{
+		Path: c.QuotaPath,
+		Redis: quota.RedisOptions{
+			Host:              r.Host,
+			Port:              r.Port,
+			Username:          r.Username,
+			Password:          r.Password,
+			Database:          r.Database,
+			SSL:               r.SSL,
+			SSLVerify:         r.SSLVerify,
+			ServerName:        r.ServerName,
+			Timeout:           time.Duration(r.Timeout) * time.Millisecond,
+			ClusterAddresses:  strings.Join(r.ClusterAddresses, ","),
+			SentinelMaster:    r.SentinelMaster,
+			SentinelAddresses: strings.Join(r.SentinelAddresses, ","),
+			SentinelUsername:  r.SentinelUsername,
+			SentinelPassword:  r.SentinelPassword,
+		},
+		FaultTolerant: c.FaultTolerant,
+	}
+}
+
+// quotaField names the config field an open failure of the store is about.
+func (c *Config) quotaField() string {
+	if c.QuotaPolicy == "local" {
+		return "quota_path"
+	}
+	return c.QuotaPolicy
+}
+
+// storeTimeout is the policy's own bound on a request's wait.
+func (c *Config) storeTimeout() time.Duration {
+	if c.QuotaPolicy == "redis" {
+		return time.Duration(c.Redis.Timeout) * time.Millisecond
+	}
+	return localStoreTimeout
 }
 
 func hasPlan(plans Plans, name string) bool {

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/Kong/go-pdk"
 	"github.com/Kong/go-pdk/bridge"
 	"github.com/Kong/go-pdk/bridge/bridgetest"
+	"github.com/Kong/go-pdk/entities"
 	"github.com/Kong/go-pdk/server/kong_plugin_protocol"
 	"google.golang.org/protobuf/proto"
 
@@ -25,10 +27,7 @@ import (
 // bridge and wire format (bridgetest.MockFunc). go-pdk's own test.TestEnv
 // hard-codes the consumer and the client IP; this one is set per request.
 type fakeKong struct {
-	consumer *kong_plugin_protocol.Consumer // nil: no consumer
-	method   string
-	rawQuery string
-	ip       string
+	request
 
 	mu       sync.Mutex
 	calls    []string
@@ -41,6 +40,7 @@ type exitArgs struct {
 	status  int
 	body    []byte
 	headers map[string][]string
+	reason  reason // known when decided without the adapter
 }
 
 func (f *fakeKong) Handle(method string, args []byte) []byte {
@@ -53,6 +53,14 @@ func (f *fakeKong) Handle(method string, args []byte) []byte {
 		if f.consumer != nil {
 			out = f.consumer
 		} // Kong answers nil with an empty frame
+	case "kong.nginx.get_var":
+		var name kong_plugin_protocol.String
+		if err := proto.Unmarshal(args, &name); err != nil || name.V != "request" {
+			f.errors = append(f.errors, fmt.Sprintf("get_var %q %v", name.V, err))
+		}
+		// Kong sends the raw bytes in a string field; Go's encoder would
+		// refuse a string that is not UTF-8, so send them as bytes.
+		out = &kong_plugin_protocol.ByteString{V: []byte(f.requestLine())}
 	case "kong.request.get_raw_query":
 		out = bridge.WrapString(f.rawQuery)
 	case "kong.request.get_method":
@@ -102,11 +110,60 @@ func (f *fakeKong) SubscribeStatusChange(ch chan<- string) { f.statusCh = ch }
 // trip to Kong).
 const maxCalls = 4
 
-// do runs one request through c's Access handler and checks the rules every
-// request obeys: at most four PDK calls, exactly one exit and it comes last,
-// and the headers of every answer.
-func (f *fakeKong) do(t *testing.T, c *Config) *exitArgs {
+// request is one request as Kong would present it to the plugin.
+type request struct {
+	consumer *kong_plugin_protocol.Consumer // nil: no consumer
+	method   string
+	rawQuery string // may hold raw bytes that are not UTF-8
+	ip       string
+}
+
+// requestLine is nginx's $request for r.
+func (r *request) requestLine() string {
+	target := "/"
+	if r.rawQuery != "" {
+		target += "?" + r.rawQuery
+	}
+	return r.method + " " + target + " HTTP/1.1"
+}
+
+// facts are what the adapter would gather for r.
+func (r *request) facts(c *Config) facts {
+	f := facts{method: r.method}
+	_, f.query = splitRequestLine(r.requestLine())
+	if r.consumer != nil {
+		f.consumer = entities.Consumer{Id: r.consumer.Id, Username: r.consumer.Username, CustomId: r.consumer.CustomId, Tags: r.consumer.Tags}
+	}
+	if c.needsClientIP(&f) {
+		f.clientIP = r.ip
+	}
+	return f
+}
+
+// do decides r with c, as Access would after its PDK calls, and returns
+// the answer as Exit would carry it, checked against the rules every
+// answer obeys.
+func (r *request) do(t testing.TB, c *Config) *exitArgs {
 	t.Helper()
+	var d decision
+	deps, ok := c.ready()
+	if !ok {
+		d = refusal(errInternal, reasonInternal, quota.Result{})
+	} else {
+		f := r.facts(c)
+		d = c.answer(deps, &f)
+	}
+	e := &exitArgs{status: d.status, body: d.body, headers: bridge.UnwrapHeaders(headers(&d)), reason: d.reason}
+	checkExit(t, e)
+	return e
+}
+
+// viaKong runs r through c's Access handler over go-pdk's bridge and
+// checks the rules every request obeys: at most four PDK calls, exactly
+// one exit and it comes last, and the headers of every answer.
+func (r *request) viaKong(t testing.TB, c *Config) (*exitArgs, []string) {
+	t.Helper()
+	f := &fakeKong{request: *r}
 	conn := bridgetest.MockFunc(f)
 	c.Access(pdk.Init(conn))
 	conn.Close()
@@ -124,12 +181,19 @@ func (f *fakeKong) do(t *testing.T, c *Config) *exitArgs {
 	if last := f.calls[len(f.calls)-1]; last != "kong.response.exit" {
 		t.Errorf("last PDK call %s, want the exit: %v", last, f.calls)
 	}
+	checkExit(t, f.exit)
+	return f.exit, f.calls
+}
+
+// checkExit checks the headers every answer carries.
+func checkExit(t testing.TB, e *exitArgs) {
+	t.Helper()
 	for _, h := range []string{"X-Rate-Limit-Limit", "X-Rate-Limit-Remaining", "X-Rate-Limit-Reset", "X-Rate-Reset"} {
-		if len(f.exit.headers[h]) != 1 {
-			t.Errorf("status %d: header %s = %q, want one value", f.exit.status, h, f.exit.headers[h])
+		if len(e.headers[h]) != 1 {
+			t.Errorf("status %d: header %s = %q, want one value", e.status, h, e.headers[h])
 		}
 	}
-	if got, want := f.exit.headers["X-Rate-Reset"], f.exit.headers["X-Rate-Limit-Reset"]; strings.Join(got, ",") != strings.Join(want, ",") {
+	if got, want := e.headers["X-Rate-Reset"], e.headers["X-Rate-Limit-Reset"]; strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("X-Rate-Reset %q differs from X-Rate-Limit-Reset %q", got, want)
 	}
 	for h, want := range map[string]string{
@@ -137,11 +201,10 @@ func (f *fakeKong) do(t *testing.T, c *Config) *exitArgs {
 		"Access-Control-Allow-Origin":   "*",
 		"Access-Control-Expose-Headers": "X-Rate-Limit-Limit, X-Rate-Limit-Remaining, X-Rate-Limit-Reset, X-Rate-Reset, Retry-After",
 	} {
-		if got := f.exit.headers[h]; len(got) != 1 || got[0] != want {
-			t.Errorf("status %d: header %s = %q, want %q", f.exit.status, h, got, want)
+		if got := e.headers[h]; len(got) != 1 || got[0] != want {
+			t.Errorf("status %d: header %s = %q, want %q", e.status, h, got, want)
 		}
 	}
-	return f.exit
 }
 
 func (e *exitArgs) header(name string) string {
@@ -210,7 +273,7 @@ func testConfig(t testing.TB, clk *clock) *Config {
 			return nil, err
 		}
 		t.Cleanup(func() { store.Close() })
-		return &dependencies{names: names, store: store, throttle: throttle.New(c.ThrottleRate, c.ThrottleBurst)}, nil
+		return &dependencies{names: names, store: store, throttle: throttle.New(c.ThrottleRate, c.ThrottleBurst), storeTimeout: c.storeTimeout()}, nil
 	}
 	return c
 }

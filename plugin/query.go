@@ -13,8 +13,9 @@ import (
 type query struct {
 	// names in order of appearance, URL-decoded, exactly as sent.
 	names []string
-	// batch is true when the names came as name[] or name[N]: the answer
-	// is then an array, even for one name.
+	// batch is true when the names came as name[] or name[N], or as name
+	// repeated (as genderize.io answered, and clients such as DemografixeR
+	// send): the answer is then an array, even for one name[].
 	batch bool
 	// country is the upper-case country_id, "" when not sent.
 	country string
@@ -86,11 +87,11 @@ func parseQuery(raw string, maxBatch, maxNameLength int) query {
 			q.apikey = true
 		}
 	}
-	q.batch = batched > 0
+	q.batch = batched > 0 || singles > 1
 	switch {
 	case singles+batched == 0:
 		q.problem = errMissingName
-	case badName, singles > 1, singles > 0 && batched > 0, batched > maxBatch:
+	case badName, singles > 0 && batched > 0, singles+batched > maxBatch:
 		q.problem = errInvalidName
 	case badCountry, countries > 1:
 		q.problem = errInvalidCountry

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/types/known/structpb"
-
-	"github.com/genderize-kong/genderize/plugin/quota"
 )
 
 // apiError is an error answer of the API: its status and its exact body.
@@ -23,14 +21,16 @@ func newAPIError(status int, message string) *apiError {
 
 // The messages are the API's: clients match on them.
 var (
-	errInvalidKey     = newAPIError(http.StatusUnauthorized, "Invalid API key")
-	errNotActive      = newAPIError(http.StatusPaymentRequired, "Subscription is not active")
-	errMissingName    = newAPIError(http.StatusUnprocessableEntity, "Missing 'name' parameter")
-	errInvalidName    = newAPIError(http.StatusUnprocessableEntity, "Invalid 'name' parameter")
-	errInvalidCountry = newAPIError(http.StatusUnprocessableEntity, "Invalid 'country_id' parameter")
-	errLimitReached   = newAPIError(http.StatusTooManyRequests, "Request limit reached")
-	errTooLow         = newAPIError(http.StatusTooManyRequests, "Request too low to process")
-	errInternal       = newAPIError(http.StatusInternalServerError, "Internal error")
+	errInvalidKey       = newAPIError(http.StatusUnauthorized, "Invalid API key")
+	errNotActive        = newAPIError(http.StatusPaymentRequired, "Subscription is not active")
+	errMissingName      = newAPIError(http.StatusUnprocessableEntity, "Missing 'name' parameter")
+	errInvalidName      = newAPIError(http.StatusUnprocessableEntity, "Invalid 'name' parameter")
+	errInvalidCountry   = newAPIError(http.StatusUnprocessableEntity, "Invalid 'country_id' parameter")
+	errLimitReached     = newAPIError(http.StatusTooManyRequests, "Request limit reached")
+	errTooLow           = newAPIError(http.StatusTooManyRequests, "Request too low to process")
+	errMethodNotAllowed = newAPIError(http.StatusMethodNotAllowed, "Method not allowed")
+	errInternal         = newAPIError(http.StatusInternalServerError, "Internal error")
+	errUnavailable      = newAPIError(http.StatusServiceUnavailable, "Service temporarily unavailable")
 )
 
 const exposedHeaders = "X-Rate-Limit-Limit, X-Rate-Limit-Remaining, X-Rate-Limit-Reset, X-Rate-Reset, Retry-After"
@@ -53,14 +53,22 @@ func headerValue(v string) *structpb.Value {
 	return structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{structpb.NewStringValue(v)}})
 }
 
-// headers returns the headers every answer carries: the caller's window as
-// r describes it, the content type and CORS.
-func headers(r quota.Result) *structpb.Struct {
-	return headersWithRoom(r, 0)
-}
-
-// headersWithRoom is headers with room for extra more.
-func headersWithRoom(r quota.Result, extra int) *structpb.Struct {
+// headers are every header of an answer, made from the decision alone:
+// the caller's window as d.rate describes it, the content type and CORS on
+// every answer; Retry-After when throttled, in whole seconds and at least
+// 1 (a client told 0 would retry at once and be throttled again); what a
+// browser's preflight asks for on a 204; Allow on a 405.
+func headers(d *decision) *structpb.Struct {
+	extra := 0
+	switch {
+	case d.retryAfter > 0:
+		extra = 1
+	case d.status == http.StatusNoContent:
+		extra = 3
+	case d.status == http.StatusMethodNotAllowed:
+		extra = 1
+	}
+	r := d.rate
 	reset := headerValue(strconv.FormatInt(wholeSeconds(r.ResetAfter), 10))
 	fields := make(map[string]*structpb.Value, 7+extra)
 	fields["X-Rate-Limit-Limit"] = headerValue(strconv.Itoa(r.Limit))
@@ -70,24 +78,18 @@ func headersWithRoom(r quota.Result, extra int) *structpb.Struct {
 	fields["Content-Type"] = contentTypeValue
 	fields["Access-Control-Allow-Origin"] = anyOriginValue
 	fields["Access-Control-Expose-Headers"] = exposeHeadersValue
+	if d.retryAfter > 0 {
+		fields["Retry-After"] = headerValue(strconv.FormatInt(max(wholeSeconds(d.retryAfter), 1), 10))
+	}
+	switch d.status {
+	case http.StatusNoContent:
+		fields["Access-Control-Allow-Methods"] = allowMethodsValue
+		fields["Access-Control-Allow-Headers"] = allowHeadersValue
+		fields["Access-Control-Max-Age"] = maxAgeValue
+	case http.StatusMethodNotAllowed:
+		fields["Allow"] = allowMethodsValue
+	}
 	return &structpb.Struct{Fields: fields}
-}
-
-// preflightHeaders adds what a browser's CORS preflight asks for.
-func preflightHeaders(r quota.Result) *structpb.Struct {
-	h := headersWithRoom(r, 3)
-	h.Fields["Access-Control-Allow-Methods"] = allowMethodsValue
-	h.Fields["Access-Control-Allow-Headers"] = allowHeadersValue
-	h.Fields["Access-Control-Max-Age"] = maxAgeValue
-	return h
-}
-
-// throttledHeaders adds Retry-After, in whole seconds and at least 1: a
-// client told 0 would retry at once and be throttled again.
-func throttledHeaders(r quota.Result, retryAfter time.Duration) *structpb.Struct {
-	h := headersWithRoom(r, 1)
-	h.Fields["Retry-After"] = headerValue(strconv.FormatInt(max(wholeSeconds(retryAfter), 1), 10))
-	return h
 }
 
 // wholeSeconds rounds d up: "resets in 0 seconds" would be a lie while any

@@ -11,6 +11,22 @@
 // request), and a panicking handler is recovered instead of killing every
 // request in flight. The -dump output, the schema Kong loads, stays
 // go-pdk's own: Main hands -dump to go-pdk's server.
+//
+// The contract with a handler (plugin.Config.Access keeps it, and
+// plugin's TestPluginServerContract checks it over this server):
+//
+//   - Exit then close. A handler that answers the request calls
+//     kong.response.exit and then closes the PDK's connection
+//     (Response.Close), making no PDK call in between or after: Kong
+//     never answers an Exit in the access phase. The server sees the
+//     connection closed and writes nothing more on it, neither the end
+//     of the event nor its return.
+//   - Panics. The handler recovers its own panics and still answers (the
+//     plugin answers 500 with the API's body and headers). The server's
+//     recover is the last resort for a handler that does not: it logs
+//     the panic and closes the connection, which Kong answers with its
+//     own 500 and no rate headers. A recovered panic never stops the
+//     process or other requests.
 package pluginserver
 
 import (

@@ -1,5 +1,7 @@
 // Package throttle limits how fast each caller may send requests: one token
 // bucket per caller, in this process (a Kong node), refilled at a steady rate.
+// The throttle stays per node whatever the quota policy: a cluster of N
+// nodes lets a caller burst N times, which bounds speed, not spending.
 package throttle
 
 import (
@@ -9,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/genderize-kong/genderize/plugin/quota"
 )
 
 const (
@@ -55,9 +59,12 @@ func New(perSecond float64, burst int) *Limiter {
 	return l
 }
 
-// Allow takes one token from key's bucket at now. When the bucket is empty
-// it takes nothing and says how long until a token is there.
-func (l *Limiter) Allow(key string, now time.Time) (ok bool, retryAfter time.Duration) {
+// Allow takes one token from key's bucket at now. It answers in the
+// quota's shape, so that one function makes every header from either:
+// Limit is the burst, Allowed 1 or 0, Remaining the whole tokens left,
+// RetryAfter how long until a token is there when refused, ResetAfter how
+// long until the bucket is full again. A refused request takes nothing.
+func (l *Limiter) Allow(key string, now time.Time) quota.Result {
 	sh := &l.shards[maphash.String(l.seed, key)%shardCount]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -77,11 +84,26 @@ func (l *Limiter) Allow(key string, now time.Time) (ok bool, retryAfter time.Dur
 	if now.After(b.last) {
 		b.last = now
 	}
+	r := quota.Result{Limit: l.burst}
 	if b.tokens.AllowN(now, 1) {
-		return true, 0
+		r.Allowed = 1
 	}
-	missing := 1 - b.tokens.TokensAt(now)
-	return false, time.Duration(math.Ceil(missing / float64(l.limit) * float64(time.Second)))
+	tokens := b.tokens.TokensAt(now)
+	r.Remaining = max(int(math.Floor(tokens)), 0)
+	r.ResetAfter = l.wait(float64(l.burst) - tokens)
+	if r.Allowed == 0 {
+		r.RetryAfter = l.wait(1 - tokens)
+	}
+	return r
+}
+
+// wait is how long the bucket takes to gain tokens, rounded up to the
+// nanosecond.
+func (l *Limiter) wait(tokens float64) time.Duration {
+	if tokens <= 0 {
+		return 0
+	}
+	return time.Duration(math.Ceil(tokens / float64(l.limit) * float64(time.Second)))
 }
 
 // Len is the number of buckets held, for tests and metrics.

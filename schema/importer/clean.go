@@ -6,8 +6,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/genderize-kong/genderize/engine"
-	"github.com/genderize-kong/genderize/engine/namekey"
+	"github.com/genderize-kong/genderize/schema/namekey"
 )
 
 // Reasons a row is dropped, as the build reports them.
@@ -147,5 +146,5 @@ func isPlaceholder(s string) bool {
 
 // parseCountry validates an upper- or lower-case ISO 3166-1 alpha-2 code.
 func parseCountry(s string) (string, bool) {
-	return engine.CountryCode(strings.TrimSpace(s))
+	return namekey.CountryCode(strings.TrimSpace(s))
 }

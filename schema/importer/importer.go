@@ -36,8 +36,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/genderize-kong/genderize/engine/namekey"
 	"github.com/genderize-kong/genderize/schema"
+	"github.com/genderize-kong/genderize/schema/namekey"
 	_ "github.com/mattn/go-sqlite3"
 )
 

@@ -130,7 +130,10 @@ func conformanceCases() []conformanceCase {
 	fail("name with name[]", "name=peter&name%5B%5D=anna", 422, errInvalidName)
 	fail("name[] with name", "name%5B%5D=anna&name=peter", 422, errInvalidName)
 	fail("name with name[N]", "name=peter&name%5B0%5D=anna", 422, errInvalidName)
-	fail("name twice", "name=peter&name=anna", 422, errInvalidName)
+	ok("name repeated is a batch", "name=Ben&name=Allister", []string{"Ben", "Allister"}, "", true)
+	ok("name repeated keeps input order", "name=anna&name=peter&name=anna", []string{"anna", "peter", "anna"}, "", true)
+	fail("name repeated with name[]", "name=peter&name=anna&name%5B%5D=luca", 422, errInvalidName)
+	fail("101 repeated names refused", strings.Repeat("name=peter&", 100)+"name=anna", 422, errInvalidName)
 	fail("invalid UTF-8", "name=%FF", 422, errInvalidName)
 	fail("invalid UTF-8 sequence", "name=pe%C3%28ter", 422, errInvalidName)
 	fail("overlong UTF-8", "name=%C0%AF", 422, errInvalidName)
@@ -554,7 +557,7 @@ func TestPreflight(t *testing.T) {
 				}
 			}
 			checkHeaders(t, r, c, 98)
-			want := []string{"kong.client.get_consumer", "kong.request.get_method", "kong.client.get_forwarded_ip", "kong.response.exit"}
+			want := []string{"kong.nginx.get_var", "kong.client.get_consumer", "kong.client.get_forwarded_ip", "kong.response.exit"}
 			if strings.Join(r.methods, ",") != strings.Join(want, ",") {
 				t.Errorf("PDK calls %v, want %v", r.methods, want)
 			}
@@ -566,14 +569,11 @@ func TestPreflight(t *testing.T) {
 func TestKongAnswers(t *testing.T) {
 	e := newEnv(t, envConfig{})
 	for _, tc := range []struct{ method, path string }{
-		{http.MethodPost, "/"},
-		{http.MethodPut, "/"},
-		{http.MethodDelete, "/"},
-		{http.MethodPatch, "/"},
 		{http.MethodGet, "/foo"},
 		{http.MethodGet, "/api/"},
 		{http.MethodGet, "//"},
 		{http.MethodOptions, "/foo"},
+		{http.MethodPost, "/foo"},
 	} {
 		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
 			r := e.raw(t, tc.method, tc.path, "name=peter", e.ip(), nil)
@@ -585,19 +585,101 @@ func TestKongAnswers(t *testing.T) {
 			}
 		})
 	}
-	t.Run("HEAD /", func(t *testing.T) {
-		r := e.raw(t, http.MethodHead, "/", "name=peter", e.ip(), nil)
-		if r.status != 404 || r.methods != nil {
-			t.Errorf("HEAD: %d, plugin calls %v; want Kong's 404", r.status, r.methods)
+}
+
+// TestMethodNotAllowed: the route takes every method on the base path;
+// the plugin answers those other than GET and OPTIONS with 405, Allow and
+// the caller's rate headers, consuming nothing (SPEC: every response
+// carries the rate headers).
+func TestMethodNotAllowed(t *testing.T) {
+	e := newEnv(t, envConfig{freeConsumers: 8})
+	for _, method := range []string{http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch, http.MethodHead, "PROPFIND"} {
+		for _, keyed := range []bool{true, false} {
+			c := e.keylessCaller()
+			if keyed {
+				c = e.freeCaller(t)
+			}
+			t.Run(fmt.Sprintf("%s keyed=%v", method, keyed), func(t *testing.T) {
+				r := e.do(t, method, c, "name=peter", nil)
+				if r.status != 405 {
+					t.Fatalf("status %d %s, want 405", r.status, r.body)
+				}
+				if method != http.MethodHead {
+					checkError(t, r, 405, "Method not allowed")
+				} else if len(r.body) != 0 {
+					t.Errorf("HEAD answered with a body %q", r.body)
+				}
+				if got := r.header.Get("Allow"); got != "GET, OPTIONS" {
+					t.Errorf("Allow %q", got)
+				}
+				checkHeaders(t, r, c, c.limit)
+				// Nothing was consumed.
+				checkHeaders(t, e.get(t, c, "name="), c, c.limit)
+			})
 		}
+	}
+	t.Run("405 before 401", func(t *testing.T) {
+		c := e.keylessCaller()
+		r := e.do(t, http.MethodPost, c, "name=peter&apikey=nope", nil)
+		checkError(t, r, 405, "Method not allowed")
+		checkHeaders(t, r, c, 100)
 	})
+}
+
+// TestRawBytes: bytes that are not UTF-8, sent raw (not percent-encoded)
+// in the request target over a plain TCP connection, reach the plugin as
+// Kong delivers them (the raw bytes in a protobuf string field). A bad name
+// is 422 with the caller's headers and consumes nothing; a bad byte in an
+// unrelated parameter is ignored.
+func TestRawBytes(t *testing.T) {
+	e := newEnv(t, envConfig{freeConsumers: 8})
+	for _, tc := range []struct {
+		name   string
+		query  string
+		keyed  bool
+		status int
+		err    string
+		names  []string
+		batch  bool
+	}{
+		{"raw 0xFF name", "name=\xff", true, 422, errInvalidName, nil, false},
+		{"raw 0xFF name, key-less", "name=\xff", false, 422, errInvalidName, nil, false},
+		{"raw invalid sequence in a batch", "name[]=anna&name[]=pe\xc3\x28ter", true, 422, errInvalidName, nil, false},
+		{"raw lone continuation byte", "name=peter\x80", true, 422, errInvalidName, nil, false},
+		{"raw byte in an unrelated parameter", "foo=\xff\xfe&name=peter", true, 200, "", []string{"peter"}, false},
+		{"raw byte in an unrelated key", "\xff=1&name=peter", false, 200, "", []string{"peter"}, false},
+		{"raw valid UTF-8 in a repeated name", "name=Jos\xc3\xa9&name=anna", true, 200, "", []string{"José", "anna"}, true},
+		{"raw byte in country_id", "name=peter&country_id=U\xff", true, 422, errInvalidCtry, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := e.keylessCaller()
+			if tc.keyed {
+				c = e.freeCaller(t)
+			}
+			q := tc.query
+			if c.key != "" {
+				q += "&apikey=" + c.key
+			}
+			r := e.rawTCP(t, "GET /?"+q+" HTTP/1.1", c.ip)
+			if tc.status == 200 {
+				if r.status != 200 || string(r.body) != string(expected(t, tc.names, "", tc.batch)) {
+					t.Fatalf("%d %s", r.status, r.body)
+				}
+				checkHeaders(t, r, c, c.limit-len(tc.names))
+				return
+			}
+			checkError(t, r, tc.status, tc.err)
+			checkHeaders(t, r, c, c.limit)
+			checkHeaders(t, e.get(t, c, "name="), c, c.limit)
+		})
+	}
 }
 
 // TestPDKBudget pins the calls of each kind of request (contract point 1).
 func TestPDKBudget(t *testing.T) {
 	e := newEnv(t, envConfig{freeConsumers: 4})
-	keyed := []string{"kong.client.get_consumer", "kong.request.get_raw_query", "kong.response.exit"}
-	keyless := []string{"kong.client.get_consumer", "kong.request.get_raw_query", "kong.client.get_forwarded_ip", "kong.response.exit"}
+	keyed := []string{"kong.nginx.get_var", "kong.client.get_consumer", "kong.response.exit"}
+	keyless := []string{"kong.nginx.get_var", "kong.client.get_consumer", "kong.client.get_forwarded_ip", "kong.response.exit"}
 	for _, tc := range []struct {
 		name   string
 		c      caller
@@ -612,9 +694,15 @@ func TestPDKBudget(t *testing.T) {
 		{"key-less success", e.keylessCaller(), "name=peter", 200, keyless},
 		{"key-less 422", e.keylessCaller(), "", 422, keyless},
 		{"invalid key 401", e.keylessCaller(), "name=peter&apikey=nope", 401, keyless},
+		{"keyed 405", e.freeCaller(t), "name=peter", 405, keyed},
+		{"key-less 405", e.keylessCaller(), "name=peter", 405, keyless},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := e.get(t, tc.c, tc.query)
+			method := http.MethodGet
+			if tc.status == 405 {
+				method = http.MethodPost
+			}
+			r := e.do(t, method, tc.c, tc.query, nil)
 			if r.status != tc.status {
 				t.Errorf("status %d %s, want %d", r.status, r.body, tc.status)
 			}
@@ -810,7 +898,7 @@ func TestWithoutKeyAuth(t *testing.T) {
 	c := e.keylessCaller()
 	r := e.get(t, c, "name=peter&apikey=demo-pro-key")
 	checkError(t, r, 500, "Internal error")
-	if r.methods[0] != "kong.client.get_consumer" || r.methods[1] != "kong.request.get_method" {
+	if r.methods[0] != "kong.nginx.get_var" || r.methods[1] != "kong.client.get_consumer" {
 		t.Errorf("PDK calls %v", r.methods)
 	}
 	// A preflight is still answered.

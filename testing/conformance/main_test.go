@@ -6,6 +6,7 @@
 package conformance
 
 import (
+	"bufio"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -360,6 +361,12 @@ func (e *env) raw(t testing.TB, method, path, rawQuery, ip string, header http.H
 	if err != nil {
 		t.Fatalf("%s %s?%.200s: %v", method, path, rawQuery, err)
 	}
+	return readReply(t, fmt.Sprintf("%s ?%.200s", method, rawQuery), resp)
+}
+
+// readReply reads resp whole and checks its PDK calls against the budget.
+func readReply(t testing.TB, label string, resp *http.Response) reply {
+	t.Helper()
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
@@ -370,9 +377,35 @@ func (e *env) raw(t testing.TB, method, path, rawQuery, ip string, header http.H
 		r.methods = strings.Split(m, ",")
 	}
 	if len(r.methods) > pdkBudget {
-		t.Errorf("%s ?%.200s: %d PDK calls (%v), budget %d", method, rawQuery, len(r.methods), r.methods, pdkBudget)
+		t.Errorf("%s: %d PDK calls (%v), budget %d", label, len(r.methods), r.methods, pdkBudget)
 	}
 	return r
+}
+
+// rawTCP sends one request line exactly as given (raw bytes included: Go's
+// HTTP client would escape them) over a fresh TCP connection, and reads
+// the response.
+func (e *env) rawTCP(t testing.TB, requestLine, ip string) reply {
+	t.Helper()
+	addr := strings.TrimSuffix(strings.TrimPrefix(e.base, "http://"), "/")
+	conn, err := net.DialTimeout("tcp", addr, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	req := requestLine + "\r\nHost: " + addr + "\r\nConnection: close\r\n"
+	if ip != "" {
+		req += "X-Forwarded-For: " + ip + "\r\n"
+	}
+	if _, err := io.WriteString(conn, req+"\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("%q: %v", requestLine, err)
+	}
+	return readReply(t, fmt.Sprintf("%q", requestLine), resp)
 }
 
 // exposeHeaders is the contract's Access-Control-Expose-Headers.

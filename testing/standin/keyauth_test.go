@@ -5,6 +5,9 @@ import (
 	"net/netip"
 	"reflect"
 	"testing"
+
+	pb "github.com/Kong/go-pdk/server/kong_plugin_protocol"
+	"google.golang.org/protobuf/proto"
 )
 
 func TestNgxURIArgs(t *testing.T) {
@@ -135,5 +138,47 @@ func TestForwardedIP(t *testing.T) {
 	r.Header.Set("X-Forwarded-For", "garbage")
 	if got := s.forwardedIP(r).String(); got != "127.0.0.1" {
 		t.Errorf("garbage header: %s", got)
+	}
+}
+
+// TestRawBytesInStrings: Kong's lua-protobuf puts a Lua string's bytes in
+// a protobuf string field whether or not they are UTF-8; the stand-in does
+// the same, so a plugin that decodes such an answer as a Go string fails
+// as it would in Kong, and one that reads the field as bytes gets them.
+func TestRawBytesInStrings(t *testing.T) {
+	r := &Request{Method: "GET", Path: "/", RawQuery: "name=\xff&x=1", HTTPVersion: 1.1}
+	x := &Exchange{req: r, rawQuery: r.RawQuery}
+	arg, err := proto.Marshal(&pb.String{V: "request"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		method string
+		args   []byte
+		want   string
+	}{
+		{"kong.request.get_raw_query", nil, "name=\xff&x=1"},
+		{"kong.nginx.get_var", arg, "GET /?name=\xff&x=1 HTTP/1.1"},
+		{"kong.request.get_path_with_query", nil, "/?name=\xff&x=1"},
+	} {
+		out, err := x.call(tc.method, tc.args)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.method, err)
+		}
+		var b pb.ByteString
+		if err := proto.Unmarshal(out, &b); err != nil || string(b.V) != tc.want {
+			t.Errorf("%s as bytes: %q %v, want %q", tc.method, b.V, err, tc.want)
+		}
+		var s pb.String
+		if err := proto.Unmarshal(out, &s); err == nil {
+			t.Errorf("%s: Go's decoder took invalid UTF-8 in a string field", tc.method)
+		}
+	}
+	// Valid strings decode either way.
+	x.rawQuery = "name=peter"
+	out, err := x.call("kong.request.get_raw_query", nil)
+	var s pb.String
+	if err != nil || proto.Unmarshal(out, &s) != nil || s.V != "name=peter" {
+		t.Errorf("valid string: %q %v", s.V, err)
 	}
 }

@@ -15,18 +15,22 @@ import (
 
 	"github.com/Kong/go-pdk/bridge"
 	pb "github.com/Kong/go-pdk/server/kong_plugin_protocol"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // Request is one client request as Kong's PDK sees it.
 type Request struct {
-	Method      string
-	Scheme      string // "http" or "https"
-	Host        string
-	Port        int
-	Path        string
-	RawQuery    string // as sent, still percent-encoded
+	Method   string
+	Scheme   string // "http" or "https"
+	Host     string
+	Port     int
+	Path     string
+	RawQuery string // as sent, still percent-encoded, possibly not UTF-8
+	// Target is the request target exactly as sent (nginx's
+	// $request_uri); Path?RawQuery when empty.
+	Target      string
 	Header      http.Header
 	Body        []byte
 	HTTPVersion float64
@@ -84,10 +88,26 @@ func (x *Exchange) call(method string, args []byte) ([]byte, error) {
 		// as the zero message.
 		return nil, nil
 	}
+	if s, ok := out.(*pb.String); ok {
+		return rawString(s.V), nil
+	}
 	return proto.Marshal(out)
 }
 
 func str(s string) proto.Message { return &pb.String{V: s} }
+
+// rawString encodes a String message as Kong's lua-protobuf does: the Lua
+// string's bytes in field 1 whatever they are. Go's encoder would refuse a
+// string that is not UTF-8 (raw bytes of a request line, say), and Go's
+// decoder on the plugin's side refuses them too unless the plugin reads
+// the field as bytes: exactly what happens in Kong.
+func rawString(s string) []byte {
+	if s == "" {
+		return nil // proto3 omits an empty field
+	}
+	b := protowire.AppendTag(make([]byte, 0, len(s)+8), 1, protowire.BytesType)
+	return protowire.AppendString(b, s)
+}
 
 func decode[T any, P interface {
 	*T
@@ -556,6 +576,26 @@ func kongLogLevel(method string) slog.Level {
 	return slog.LevelError
 }
 
+// target is the request target as the client sent it.
+func (r *Request) target() string {
+	switch {
+	case r.Target != "":
+		return r.Target
+	case r.RawQuery == "":
+		return r.Path
+	}
+	return r.Path + "?" + r.RawQuery
+}
+
+// httpVersion is the protocol of nginx's $request: HTTP/1.0, HTTP/1.1,
+// HTTP/2.0.
+func httpVersion(v float64) string {
+	if v == 0 {
+		v = 1.1
+	}
+	return "HTTP/" + strconv.FormatFloat(v, 'f', 1, 64)
+}
+
 // forwarded reads an X-Forwarded-* header when the peer is trusted.
 func (x *Exchange) forwarded(name, fallback string) string {
 	if x.trusted(x.req.RemoteAddr.Addr()) {
@@ -576,10 +616,11 @@ func (x *Exchange) ngxVar(name string) (string, bool) {
 	case "args", "query_string":
 		return x.rawQuery, x.rawQuery != ""
 	case "request_uri":
-		if x.rawQuery == "" {
-			return r.Path, true
-		}
-		return r.Path + "?" + x.rawQuery, true
+		return r.target(), true
+	case "request":
+		// The request line as the client sent it: key-auth's
+		// hide_credentials does not change it.
+		return r.Method + " " + r.target() + " " + httpVersion(r.HTTPVersion), true
 	case "scheme":
 		return r.Scheme, true
 	case "host":

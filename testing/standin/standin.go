@@ -392,6 +392,7 @@ func (s *Standin) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 		Scheme:      "http",
 		Path:        hr.URL.Path,
 		RawQuery:    hr.URL.RawQuery,
+		Target:      hr.RequestURI,
 		Header:      hr.Header,
 		Body:        body,
 		HTTPVersion: float64(hr.ProtoMajor) + float64(hr.ProtoMinor)/10,

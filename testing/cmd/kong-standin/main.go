@@ -50,6 +50,8 @@ type flags struct {
 	duration    time.Duration
 	maxRequests int64
 	cpuProfile  string
+	compare     string
+	compareYML  string
 }
 
 func run() error {
@@ -71,6 +73,8 @@ func run() error {
 	flag.IntVar(&f.conns, "conns", 16, "-bench: concurrent connections")
 	flag.DurationVar(&f.duration, "duration", 3*time.Second, "-bench: duration of each run")
 	flag.Int64Var(&f.maxRequests, "max-requests", 200000, "-bench: request cap of each run")
+	flag.StringVar(&f.compare, "compare", "", "-bench: an earlier genderize binary to measure in the same rounds (its rows are labelled \"before\")")
+	flag.StringVar(&f.compareYML, "compare-kong-yml", "", "-bench: the kong.yml of the -compare binary (its schema may lack newer fields); default -kong-yml")
 	flag.StringVar(&f.cpuProfile, "cpuprofile", "", "-bench: write the stand-in's CPU profile of the measured rounds to this file")
 	flag.Parse()
 
@@ -237,6 +241,8 @@ func bench(ctx context.Context, f flags, log *slog.Logger) error {
 		// CPU time of the plugin server and of the stand-in (Kong's
 		// side) during the measured rounds.
 		pluginCPU, standinCPU time.Duration
+		// yml replaces -kong-yml for this run.
+		yml string
 	}
 	noop := &run{label: "noop (own server)", plugin: f.noop, make: single, names: 1, cap: f.maxRequests}
 	single1 := &run{label: "genderize single", plugin: f.plugin, make: single, names: 1, cap: f.maxRequests}
@@ -244,12 +250,21 @@ func bench(ctx context.Context, f flags, log *slog.Logger) error {
 	// The same three PDK calls as a single name, without the quota and
 	// the engine: what the protocol alone costs the plugin.
 	refused := &run{label: "genderize 422 (diag.)", plugin: f.plugin, make: func(int64) *standin.Request { return benchRequest("name=&apikey=" + key) }, names: 0, cap: f.maxRequests}
-	runs := []*run{noop, single1, batch100, refused}
+	runs := []*run{noop}
 	var noopStock *run
 	if f.noopStock != "" {
 		noopStock = &run{label: "noop (go-pdk server)", plugin: f.noopStock, make: single, names: 1, cap: f.maxRequests}
-		runs = []*run{noop, noopStock, single1, batch100, refused}
+		runs = append(runs, noopStock)
 	}
+	var before []*run
+	if f.compare != "" {
+		before = []*run{
+			{label: "before single", plugin: f.compare, make: single, names: 1, cap: f.maxRequests, yml: f.compareYML},
+			{label: "before batch 100", plugin: f.compare, make: batch, names: 100, cap: f.maxRequests / 20, yml: f.compareYML},
+		}
+		runs = append(runs, before...)
+	}
+	runs = append(runs, single1, batch100, refused)
 	defer func() {
 		for _, r := range runs {
 			if r.s != nil {
@@ -258,7 +273,11 @@ func bench(ctx context.Context, f flags, log *slog.Logger) error {
 		}
 	}()
 	for _, r := range runs {
-		opts, err := options(f, r.plugin, state, quiet)
+		rf := f
+		if r.yml != "" {
+			rf.kongYML = r.yml
+		}
+		opts, err := options(rf, r.plugin, state, quiet)
 		if err != nil {
 			return err
 		}
@@ -322,7 +341,12 @@ func bench(ctx context.Context, f flags, log *slog.Logger) error {
 	if noopStock != nil {
 		fmt.Printf("single-name throughput = %.0f%% of the no-op on go-pdk's stock server\n", single1.result.RequestsPerSecond()/noopStock.result.RequestsPerSecond()*100)
 	}
-	fmt.Printf("batch-100 names/s = %.1fx the no-op baseline's requests/s\n", batch100.result.NamesPerSecond()/floor)
+	fmt.Printf("batch-100 names/s = %.1fx the no-op baseline's requests/s (batch-100 requests/s = %.0f%% of it)\n", batch100.result.NamesPerSecond()/floor, batch100.result.RequestsPerSecond()/floor*100)
+	if before != nil {
+		fmt.Printf("before: single %.0f%%, batch-100 %.0f%% of the no-op; now/before: single %.2f, batch-100 %.2f\n",
+			before[0].result.RequestsPerSecond()/floor*100, before[1].result.RequestsPerSecond()/floor*100,
+			single1.result.RequestsPerSecond()/before[0].result.RequestsPerSecond(), batch100.result.RequestsPerSecond()/before[1].result.RequestsPerSecond())
+	}
 	fmt.Printf("protocol alone (3 PDK calls, request refused before quota and engine) = %.0f%% of the no-op baseline\n", refused.result.RequestsPerSecond()/floor*100)
 	for _, r := range []*run{single1, batch100} {
 		if r.result.Statuses[http.StatusOK] != r.result.Requests {

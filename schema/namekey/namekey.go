@@ -1,6 +1,9 @@
-// Package namekey turns a personal name into the key under which the name
-// database stores it and the engine looks it up. The database builder and the
-// engine both import it, so a name is keyed the same way on both sides.
+// Package namekey turns a personal name and a country into the key under
+// which the name database stores them and the engine looks them up. The
+// database builder and the engine both import it, so a name is keyed the
+// same way on both sides; it imports neither of them.
+//
+// CountryCode validates the country part: an ISO 3166-1 alpha-2 code.
 //
 // Key is the exact key: Unicode NFC, full Unicode case folding (ß -> ss,
 // Σ -> σ), white space trimmed and collapsed to one space, punctuation and

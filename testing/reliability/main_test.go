@@ -127,7 +127,8 @@ type node struct {
 
 // kongConfig is kong/kong.yml with the test's plugin config and load
 // consumer, written to dir as the kong.yml the node runs.
-func kongConfig(t testing.TB, dir string, cfg nodeConfig) *standin.Declarative {
+// mutate, when set, changes it before it is written.
+func kongConfig(t testing.TB, dir string, cfg nodeConfig, mutate func(*standin.Declarative)) *standin.Declarative {
 	t.Helper()
 	decl, err := standin.ParseDeclarative(kongYML)
 	if err != nil {
@@ -168,6 +169,9 @@ func kongConfig(t testing.TB, dir string, cfg nodeConfig) *standin.Declarative {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	if mutate != nil {
+		mutate(decl)
+	}
 	out, err := yaml.Marshal(decl)
 	if err != nil {
 		t.Fatal(err)
@@ -185,13 +189,20 @@ func kongConfig(t testing.TB, dir string, cfg nodeConfig) *standin.Declarative {
 
 func startNode(t testing.TB, cfg nodeConfig) *node {
 	t.Helper()
+	return startNodeWith(t, cfg, pluginBin, nil)
+}
+
+// startNodeWith starts a node running the plugin binary bin, its kong.yml
+// changed by mutate.
+func startNodeWith(t testing.TB, cfg nodeConfig, bin string, mutate func(*standin.Declarative)) *node {
+	t.Helper()
 	if cfg.quotaPath == "" {
 		cfg.quotaPath = filepath.Join(t.TempDir(), "quota.db")
 	}
 	if cfg.redisTimeout == 0 {
 		cfg.redisTimeout = 2000
 	}
-	decl := kongConfig(t, t.TempDir(), cfg)
+	decl := kongConfig(t, t.TempDir(), cfg, mutate)
 	level := slog.LevelWarn
 	if testing.Verbose() {
 		level = slog.LevelInfo
@@ -205,7 +216,7 @@ func startNode(t testing.TB, cfg nodeConfig) *node {
 	defer cancel()
 	s, err := standin.Start(ctx, standin.Options{
 		Declarative: decl,
-		PluginPath:  pluginBin,
+		PluginPath:  bin,
 		// X-Forwarded-For from 127.0.0.1 stands for key-less callers'
 		// addresses.
 		TrustedIPs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},

@@ -73,13 +73,27 @@ bench: build $(DB)
 
 # Each fuzz target runs for FUZZTIME on its own (go test -fuzz takes one at a
 # time); `make test` runs their seed corpora. Inputs that fail are written to
-# plugin/testdata/fuzz/: commit them, they become seeds.
+# plugin/testdata/fuzz/: commit them, they become seeds. Go 1.26 may end a
+# run with "context deadline exceeded" and no failing input (a race in its
+# fuzzing coordinator, go.dev/issue/75804, fixed in 1.27): that is reported,
+# not failed.
 FUZZTIME    ?= 30s
+# New inputs are minimised (not counted as execs) for at most this long, so
+# that most of FUZZTIME explores.
+FUZZMINTIME ?= 5s
 FUZZTARGETS := FuzzParseQuery FuzzDecide
 fuzz: $(DB)
-	@for t in $(FUZZTARGETS); do \
+	@log=$$(mktemp); trap 'rm -f $$log' EXIT; \
+	for t in $(FUZZTARGETS); do \
 		echo "== $$t ($(FUZZTIME))"; \
-		GENDERIZE_DB=$(abspath $(DB)) $(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) ./plugin/ || exit 1; \
+		before=$$(ls plugin/testdata/fuzz/$$t 2>/dev/null | wc -l); \
+		GENDERIZE_DB=$(abspath $(DB)) $(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) ./plugin/ 2>&1 | tee $$log; \
+		if ! grep -q '^ok ' $$log; then \
+			after=$$(ls plugin/testdata/fuzz/$$t 2>/dev/null | wc -l); \
+			if [ "$$after" -eq "$$before" ] && tail -n 4 $$log | grep -q '^    context deadline exceeded$$'; then \
+				echo "$$t: stopped by Go's fuzztime deadline race (go.dev/issue/75804), no failing input"; \
+			else exit 1; fi; \
+		fi; \
 	done
 
 # Mixed traffic through the stand-in for DURATION, printing the plugin

@@ -259,12 +259,13 @@ func TestRedisFallbackBounded(t *testing.T) {
 	if r := allow(t, s, "ip:192.0.2.5", 10, w, 0); r.Remaining != 10 {
 		t.Fatalf("peek: %+v", r)
 	}
-	// Counters of ended windows make room.
+	// Counters of ended windows make room, at the next sweep.
 	old := Fixed(time.Now().Add(-48*time.Hour), time.Hour)
 	s.mu.Lock()
 	s.fallback = map[fallbackKey]int{{"ip:192.0.2.1", old.Start.Unix(), old.End.Unix()}: 1}
 	s.fallback[fallbackKey{"ip:192.0.2.2", old.Start.Unix(), old.End.Unix()}] = 1
 	s.fallback[fallbackKey{"ip:192.0.2.3", old.Start.Unix(), old.End.Unix()}] = 1
+	s.lastSweep = time.Time{} // the last sweep was over a second ago
 	s.mu.Unlock()
 	if r := allow(t, s, "ip:192.0.2.4", 10, w, 1); r.Allowed != 1 {
 		t.Fatalf("after pruning: %+v", r)

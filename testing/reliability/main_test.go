@@ -7,6 +7,7 @@
 package reliability
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -114,6 +115,9 @@ type nodeConfig struct {
 	faultTolerant bool
 	// logs, when set, also receives the stand-in's and the plugin's logs.
 	logs io.Writer
+	// throttleBurst is throttle_burst (the rate is a million a second);
+	// default 1<<30, never reached.
+	throttleBurst int
 }
 
 // node is one Kong node: a stand-in with its own plugin process, serving
@@ -150,7 +154,7 @@ func kongConfig(t testing.TB, dir string, cfg nodeConfig, mutate func(*standin.D
 			// The load is many requests per second from one caller:
 			// the throttle is not what is tested here.
 			c["throttle_rate"] = 1e6
-			c["throttle_burst"] = 1 << 30
+			c["throttle_burst"] = cmp.Or(cfg.throttleBurst, 1<<30)
 			c["quota_policy"] = cfg.policy
 			c["quota_path"] = cfg.quotaPath
 			if cfg.policy == "redis" {

@@ -24,15 +24,19 @@ STATIC_LDFLAGS := -s -w -linkmode external -extldflags "-static"
 DB_SOURCES := $(filter-out %_test.go,$(wildcard schema/*.go schema/importer/*.go schema/namekey/*.go)) \
 	$(wildcard schema/*.sql) schema/cmd/genderize-db/main.go
 
-.PHONY: all build db run test bench fuzz soak vet fmt clean FORCE
+.PHONY: all build db eval run test bench fuzz soak vet fmt clean FORCE
 
 all: build db
 
-build: $(BIN)/genderize $(BIN)/genderize-db $(BIN)/kong-standin
+build: $(BIN)/genderize $(BIN)/genderize-db $(BIN)/genderize-usage $(BIN)/kong-standin
 
 # go build is a no-op when nothing changed, so these always ask it.
 $(BIN)/genderize: FORCE
 	CGO_ENABLED=1 $(GO) build -tags '$(STATIC_TAGS)' -ldflags '$(STATIC_LDFLAGS)' -o $@ ./plugin/cmd/genderize
+
+# The admin's usage command ships in the Kong image too: static as well.
+$(BIN)/genderize-usage: FORCE
+	CGO_ENABLED=1 $(GO) build -tags '$(STATIC_TAGS)' -ldflags '$(STATIC_LDFLAGS)' -o $@ ./plugin/cmd/genderize-usage
 
 $(BIN)/genderize-db: FORCE
 	CGO_ENABLED=1 $(GO) build -o $@ ./schema/cmd/genderize-db
@@ -50,6 +54,49 @@ $(DB): .db-inputs $(DB_FILES) $(DB_SOURCES)
 	CGO_ENABLED=1 $(GO) build -o $(BIN)/genderize-db ./schema/cmd/genderize-db
 	$(BIN)/genderize-db build -o $@ $(DB_FILES)
 
+# Evaluation: a database built without a held-out share of every source's
+# names, the labelled sets (held-out names; lexicons for scripts and
+# locales the data lacks; held-out given names with surnames of their
+# country: the US Census list, schema/evalsets/surnames.tsv elsewhere) and
+# their scores. Never touches $(DB).
+EVAL_DB    ?= names-eval.db
+EVAL_DIR   ?= evalsets
+EVAL_SHARE ?= 0.1
+EVAL_SETS  := $(EVAL_DIR)/heldout.tsv $(EVAL_DIR)/fullnames.tsv $(EVAL_DIR)/firstnames.tsv \
+	$(EVAL_DIR)/faker.tsv $(EVAL_DIR)/persian.tsv $(EVAL_DIR)/japanese.tsv
+
+$(EVAL_DB) $(EVAL_DIR)/heldout.tsv &: .db-inputs $(DB_FILES) $(DB_SOURCES)
+	@mkdir -p $(EVAL_DIR)
+	CGO_ENABLED=1 $(GO) build -o $(BIN)/genderize-db ./schema/cmd/genderize-db
+	$(BIN)/genderize-db build -holdout-share $(EVAL_SHARE) -holdout-out $(EVAL_DIR)/heldout.tsv -o $(EVAL_DB) $(DB_FILES)
+
+SURNAMES := $(DATA)/surnames/us_census2000.tsv.gz schema/evalsets/surnames.tsv
+$(EVAL_DIR)/fullnames.tsv: $(EVAL_DIR)/heldout.tsv schema/evalsets/fullnames.awk $(SURNAMES)
+	{ gzip -dc $(DATA)/surnames/us_census2000.tsv.gz; cat schema/evalsets/surnames.tsv; } | \
+		awk -f schema/evalsets/fullnames.awk - $< > $@
+$(EVAL_DIR)/firstnames.tsv: $(EVAL_DIR)/heldout.tsv schema/evalsets/fullnames.awk $(SURNAMES)
+	{ gzip -dc $(DATA)/surnames/us_census2000.tsv.gz; cat schema/evalsets/surnames.tsv; } | \
+		awk -v FIRST=1 -f schema/evalsets/fullnames.awk - $< > $@
+$(EVAL_DIR)/faker.tsv: $(DATA)/lexicons/faker_first_names.tsv.gz schema/evalsets/lexicon.awk
+	@mkdir -p $(EVAL_DIR)
+	gzip -dc $< | awk -f schema/evalsets/lexicon.awk > $@
+$(EVAL_DIR)/persian.tsv: $(DATA)/lexicons/persian_names.tsv.gz schema/evalsets/lexicon.awk
+	@mkdir -p $(EVAL_DIR)
+	gzip -dc $< | awk -f schema/evalsets/lexicon.awk > $@
+$(EVAL_DIR)/japanese.tsv: $(DATA)/lexicons/ja_enamdict.tsv.gz schema/evalsets/lexicon.awk
+	@mkdir -p $(EVAL_DIR)
+	gzip -dc $< | awk -f schema/evalsets/lexicon.awk > $@
+
+eval: $(EVAL_DB) $(EVAL_SETS)
+	CGO_ENABLED=1 $(GO) build -o $(BIN)/genderize-db ./schema/cmd/genderize-db
+	$(BIN)/genderize-db eval -plot $(EVAL_DIR)/heldout.png $(EVAL_DB) $(EVAL_DIR)/heldout.tsv
+	$(BIN)/genderize-db eval -country-col $(EVAL_DB) $(EVAL_DIR)/heldout.tsv
+	$(BIN)/genderize-db eval -plot $(EVAL_DIR)/fullnames.png $(EVAL_DB) $(EVAL_DIR)/fullnames.tsv
+	$(BIN)/genderize-db eval $(EVAL_DB) $(EVAL_DIR)/firstnames.tsv
+	$(BIN)/genderize-db eval -country-col $(EVAL_DB) $(EVAL_DIR)/faker.tsv
+	for set in faker persian japanese; do \
+		$(BIN)/genderize-db eval -plot $(EVAL_DIR)/$$set.png $(EVAL_DB) $(EVAL_DIR)/$$set.tsv || exit 1; done
+
 run: build $(DB)
 	$(BIN)/kong-standin -listen 127.0.0.1:$(PORT) -kong-yml kong/kong.yml \
 		-plugin $(BIN)/genderize -db $(abspath $(DB)) -state $(abspath $(STATE))
@@ -57,6 +104,8 @@ run: build $(DB)
 test: build $(DB)
 	$(GO) vet ./...
 	GENDERIZE_DB=$(abspath $(DB)) GENDERIZE_DATA=$(abspath $(DATA)) $(GO) test -count=1 ./...
+	# The conformance suite again without the consumer cache (kong.yml: 1 s).
+	GENDERIZE_DB=$(abspath $(DB)) GENDERIZE_CONSUMER_CACHE_TTL=0 $(GO) test -count=1 ./testing/conformance/
 
 # The protocol benchmark runs the plugin and the no-op plugin (the floor
 # the plugin-server protocol imposes) through the stand-in, no HTTP; the
@@ -111,4 +160,4 @@ fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 clean:
-	rm -rf $(BIN) $(DB) .db-inputs $(STATE)
+	rm -rf $(BIN) $(DB) .db-inputs $(STATE) $(EVAL_DB) $(EVAL_DIR)

@@ -237,7 +237,7 @@ func rssChild() int {
 	fail := func(err error) int { fmt.Fprintln(os.Stderr, err); return 1 }
 	path := os.Getenv("GENDERIZE_DB")
 	cacheMetrics = true
-	e, err := Shared(path, Options{})
+	e, err := Open(path, Options{})
 	if err != nil {
 		return fail(err)
 	}

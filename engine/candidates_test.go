@@ -50,17 +50,18 @@ func TestCandidates(t *testing.T) {
 }
 
 func TestDecide(t *testing.T) {
+	// evidence: every record from a register (see calibrate.go).
 	rows := map[rowKey]row{
-		{"maria", false, "FR"}:         {female: 98, male: 2, share: 0.98},
-		{"andrea", false, "FR"}:        {female: 50, male: 50, share: 0.5},
-		{"jose", false, "FR"}:          {female: 2, male: 198, share: 0.01},
-		{"jose", true, "FR"}:           {female: 1, male: 299, share: 1.0 / 300},
-		{"riley breanna", false, "FR"}: {female: 1, male: 0, share: 1},
-		{"riley", false, "FR"}:         {female: 60, male: 40, share: 0.6},
-		{"zoe anne", false, "FR"}:      {female: 3, male: 0, share: 1},
-		{"maria carmen", false, "FR"}:  {female: 640, male: 1, share: 640.0 / 641},
+		{"maria", false, "FR"}:         {female: 98, male: 2, share: 0.98, evidence: 100},
+		{"andrea", false, "FR"}:        {female: 50, male: 50, share: 0.5, evidence: 100},
+		{"jose", false, "FR"}:          {female: 2, male: 198, share: 0.01, evidence: 200},
+		{"jose", true, "FR"}:           {female: 1, male: 299, share: 1.0 / 300, evidence: 300},
+		{"riley breanna", false, "FR"}: {female: 1, male: 0, share: 1, evidence: 1},
+		{"riley", false, "FR"}:         {female: 60, male: 40, share: 0.6, evidence: 100},
+		{"zoe anne", false, "FR"}:      {female: 3, male: 0, share: 1, evidence: 3},
+		{"maria carmen", false, "FR"}:  {female: 640, male: 1, share: 640.0 / 641, evidence: 641},
 		// Found in FR only: the global row is FR's row.
-		{"luc", false, ""}: {female: 0, male: 10, share: 0, sole: "FR"},
+		{"luc", false, ""}: {female: 0, male: 10, share: 0, sole: "FR", evidence: 10},
 	}
 	tests := []struct {
 		cands []candidate
@@ -76,9 +77,9 @@ func TestDecide(t *testing.T) {
 		{nil, answer{}},
 		// Weak compound yields to the given name, strong one answers.
 		{[]candidate{{"riley breanna", false}, {"riley", false}}, answer{Female, 0.6, 100}},
-		{[]candidate{{"zoe anne", false}, {"zoe", false}}, answer{Female, 1, 3}},
+		{[]candidate{{"zoe anne", false}, {"zoe", false}}, answer{Female, 0.95, 3}}, // (3 + 0.15) / 3.3
 		{[]candidate{{"maria carmen", false}, {"maria", false}}, answer{Female, 1, 641}},
-		{[]candidate{{"luc", false}}, answer{Male, 1, 10}},
+		{[]candidate{{"luc", false}}, answer{Male, 0.99, 10}}, // (10 + 0.15) / 10.3
 	}
 	for _, tt := range tests {
 		if got := decide(tt.cands, rows, "FR"); got != tt.want {
@@ -86,7 +87,7 @@ func TestDecide(t *testing.T) {
 		}
 	}
 	luc := []candidate{{"luc", false}}
-	if got := decide(luc, rows, ""); got != (answer{Male, 1, 10}) {
+	if got := decide(luc, rows, ""); got != (answer{Male, 0.99, 10}) {
 		t.Errorf("luc, global: %+v", got)
 	}
 	if got := decide(luc, rows, "BE"); got != (answer{}) {

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 
 	"github.com/dgraph-io/ristretto/v2"
 	"github.com/genderize-kong/genderize/schema"
@@ -48,11 +47,10 @@ type Options struct {
 // Engine answers predictions from a name database. It is safe for
 // concurrent use.
 type Engine struct {
-	path   string
-	db     *sql.DB
-	cache  *ristretto.Cache[string, answer] // nil when disabled
-	stmts  []*sql.Stmt                      // stmts[i] looks up batchSizes[i] keys
-	shared bool
+	path  string
+	db    *sql.DB
+	cache *ristretto.Cache[string, answer] // nil when disabled
+	stmts []*sql.Stmt                      // stmts[i] looks up batchSizes[i] keys
 }
 
 // batchSizes are the sizes of the prepared IN (...) lists; a lookup of n
@@ -155,48 +153,12 @@ var cacheMetrics = false
 // come too: for a key found in one country only, the global row is the
 // country's row (see schema.sql).
 func lookupQuery(n int) string {
-	return "SELECT key, country, form, female, male, female_share, sole FROM names WHERE country IN ('', ?) AND key IN (?" +
+	return "SELECT key, country, form, female, male, female_share, sole, evidence FROM names WHERE country IN ('', ?) AND key IN (?" +
 		strings.Repeat(",?", n-1) + ")"
 }
 
-var shared struct {
-	sync.Mutex
-	engines map[string]*Engine
-}
-
-// Shared returns the process-wide engine for path, opening it on first use;
-// later calls with the same file get the same engine (and the options of
-// the first call). Kong creates and drops plugin instances at will: they
-// all share one engine and its cache. A failed open is not remembered, so
-// a later call retries. Close on a shared engine does nothing.
-func Shared(path string, opts Options) (*Engine, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("open names db %s: %w", path, err)
-	}
-	shared.Lock()
-	defer shared.Unlock()
-	if e := shared.engines[abs]; e != nil {
-		return e, nil
-	}
-	e, err := Open(abs, opts)
-	if err != nil {
-		return nil, err
-	}
-	e.shared = true
-	if shared.engines == nil {
-		shared.engines = map[string]*Engine{}
-	}
-	shared.engines[abs] = e
-	return e, nil
-}
-
-// Close releases the database and the cache. It does nothing on an engine
-// from Shared, which lives as long as the process.
+// Close releases the database and the cache.
 func (e *Engine) Close() error {
-	if e.shared {
-		return nil
-	}
 	for _, s := range e.stmts {
 		s.Close()
 	}
@@ -226,6 +188,7 @@ type row struct {
 	female, male int64
 	share        float64
 	sole         string
+	evidence     float64 // see calibrate.go
 }
 
 // find returns the row of key in country: its own, else the global row of
@@ -311,9 +274,9 @@ func decide(cands []candidate, rows map[rowKey]row, country string) answer {
 		a := answer{count: r.female + r.male}
 		switch {
 		case r.share > 0.5:
-			a.gender, a.probability = Female, round2(r.share)
+			a.gender, a.probability = Female, calibrated(r.share, r.evidence)
 		case r.share < 0.5:
-			a.gender, a.probability = Male, round2(1-r.share)
+			a.gender, a.probability = Male, calibrated(1-r.share, r.evidence)
 		default:
 			a.probability = 0.5
 		}
@@ -386,7 +349,7 @@ func (e *Engine) query(stmt *sql.Stmt, args []any, into map[rowKey]row) error {
 			sole         sql.NullString
 			r            row
 		)
-		if err := rs.Scan(&key, &country, &form, &r.female, &r.male, &r.share, &sole); err != nil {
+		if err := rs.Scan(&key, &country, &form, &r.female, &r.male, &r.share, &sole, &r.evidence); err != nil {
 			return err
 		}
 		r.sole = sole.String

@@ -52,7 +52,7 @@ func predictOne(t *testing.T, e *Engine, name, country string) Prediction {
 
 // rawCounts reads the exact row of key in country straight from the
 // database, to check the engine's arithmetic against the data.
-func rawCounts(t *testing.T, key, country string) (female, male int64, share float64) {
+func rawCounts(t *testing.T, key, country string) (female, male int64, share, evidence float64) {
 	t.Helper()
 	db, err := openRO(t, dbPath(t))
 	if err != nil {
@@ -60,13 +60,13 @@ func rawCounts(t *testing.T, key, country string) (female, male int64, share flo
 	}
 	defer db.Close()
 	// A key found in one country only has its counts in its global row.
-	err = db.QueryRow(`SELECT female, male, female_share FROM names WHERE key = ? AND form = ?
+	err = db.QueryRow(`SELECT female, male, female_share, evidence FROM names WHERE key = ? AND form = ?
 		AND (country = ? OR (country = '' AND sole = ?))`,
-		key, schema.FormExact, country, country).Scan(&female, &male, &share)
+		key, schema.FormExact, country, country).Scan(&female, &male, &share, &evidence)
 	if err != nil {
 		t.Fatalf("read %q in %q: %v", key, country, err)
 	}
-	return female, male, share
+	return female, male, share, evidence
 }
 
 func TestPredictKnownNames(t *testing.T) {
@@ -105,18 +105,21 @@ func TestPredictKnownNames(t *testing.T) {
 }
 
 // TestPredictArithmetic checks gender, probability and count against the
-// stored counts: majority share rounded to two decimals, count the total.
+// stored counts: majority share calibrated by the stored evidence
+// (calibrate.go) and rounded to two decimals, count the total.
 func TestPredictArithmetic(t *testing.T) {
 	e := openTest(t, Options{})
 	for _, tt := range []struct{ key, country string }{{"jordan", "US"}, {"andrea", "FR"}, {"kim", ""}, {"alexis", ""}} {
-		female, male, share := rawCounts(t, tt.key, tt.country)
+		female, male, share, evidence := rawCounts(t, tt.key, tt.country)
+		// The Beta posterior mean of calibrate.go, written out.
+		posterior := func(s float64) float64 { return math.Round((s*evidence+0.15)/(evidence+0.3)*100) / 100 }
 		p := predictOne(t, e, tt.key, tt.country)
 		want := Prediction{Name: tt.key, CountryID: tt.country, Count: female + male}
 		switch {
 		case share > 0.5:
-			want.Gender, want.Probability = Female, math.Round(share*100)/100
+			want.Gender, want.Probability = Female, posterior(share)
 		case share < 0.5:
-			want.Gender, want.Probability = Male, math.Round((1-share)*100)/100
+			want.Gender, want.Probability = Male, posterior(1-share)
 		default:
 			want.Probability = 0.5
 		}

@@ -47,13 +47,16 @@ type instance struct {
 	validateOnce sync.Once
 	configErr    error
 	log          *limitedLogger
+	// consumers is this instance's consumer cache: a config change makes
+	// a new instance, and with it an empty cache.
+	consumers *consumerCache
 
 	deps   atomic.Pointer[dependencies]
 	openMu sync.Mutex
 }
 
 func newInstance() *instance {
-	return &instance{now: time.Now, open: openShared}
+	return &instance{now: time.Now, open: openShared, consumers: newConsumerCache()}
 }
 
 // openShared opens, or finds already open, what c names.
@@ -126,7 +129,9 @@ func (c *Config) ready() (*dependencies, bool) {
 //     UTF-8 arrive intact, where get_raw_query's protobuf string would
 //     be refused by Go's decoder.
 //  2. kong.client.get_consumer: who key-auth says the caller is, with the
-//     tags that carry plan and subscription.
+//     tags that carry plan and subscription; skipped when the request's
+//     API key was recognised less than consumer_cache_ttl ago (see
+//     consumerCache), so that a repeated key costs two calls.
 //  3. kong.client.get_forwarded_ip: only for callers counted per IP (the
 //     anonymous consumer, a preflight without a consumer).
 //  4. kong.response.exit, which ends the request.
@@ -171,7 +176,7 @@ func (c *Config) access(kong *pdk.PDK) decision {
 		return in.log.failed(in.now(), "get_var request", err)
 	}
 	f.method, f.query = splitRequestLine(line)
-	if f.consumer, err = kong.Client.GetConsumer(); err != nil {
+	if err := c.identify(kong, &f); err != nil {
 		return in.log.failed(in.now(), "get_consumer", err)
 	}
 	if c.needsClientIP(&f) {
@@ -180,6 +185,35 @@ func (c *Config) access(kong *pdk.PDK) decision {
 		}
 	}
 	return c.answer(deps, &f)
+}
+
+// identify sets f.consumer: from the consumer cache when the request's API
+// key was recognised within consumer_cache_ttl, from Kong otherwise.
+func (c *Config) identify(kong *pdk.PDK, f *facts) error {
+	if c.ConsumerCacheTTL <= 0 || f.method == "OPTIONS" {
+		// key-auth skips preflights: whatever key they carry, there is
+		// no consumer to reuse.
+		var err error
+		f.consumer, err = kong.Client.GetConsumer()
+		return err
+	}
+	in := c.state
+	key, position, cacheable := apikeyArgument(f.query)
+	if cacheable {
+		if consumer, ok := in.consumers.get(key, position, in.now()); ok {
+			f.consumer = consumer
+			return nil
+		}
+	}
+	consumer, err := kong.Client.GetConsumer()
+	if err != nil {
+		return err
+	}
+	f.consumer = consumer
+	if cacheable && f.hasConsumer() && !c.isAnonymous(consumer) {
+		in.consumers.put(key, position, consumer, in.now(), time.Duration(c.ConsumerCacheTTL)*time.Second)
+	}
+	return nil
 }
 
 // answer decides at the instance's time and logs what the decision asks.
@@ -226,7 +260,7 @@ func splitRequestLine(line string) (method, query string) {
 func respond(kong *pdk.PDK, d decision) {
 	// Kong does not answer an Exit in the access phase: the error is the
 	// connection closing, as with go-pdk's Exit, which ignores it too.
-	_ = kong.Response.Ask("kong.response.exit", &kong_plugin_protocol.ExitArgs{Status: int32(d.status), Body: d.body, Headers: headers(&d)}, nil)
+	_ = kong.Response.Ask("kong.response.exit", exitArgs(&d), nil)
 	// Exit closes the connection to Kong: nothing may follow it.
 	kong.Response.Close()
 }

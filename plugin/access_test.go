@@ -58,7 +58,7 @@ type want struct {
 	reset     string
 }
 
-func check(t *testing.T, label string, got *exitArgs, w want) {
+func check(t *testing.T, label string, got *exitResult, w want) {
 	t.Helper()
 	if got.status != w.status || string(got.body) != w.body {
 		t.Errorf("%s: %d %s\nwant %d %s", label, got.status, got.body, w.status, w.body)
@@ -523,6 +523,8 @@ func TestBadConfig(t *testing.T) {
 		{"throttle_burst", func(c *Config) { c.ThrottleBurst = 0 }},
 		{"quota_policy", func(c *Config) { c.QuotaPolicy = "memory" }},
 		{"quota_path", func(c *Config) { c.QuotaPath = "" }},
+		{"consumer_cache_ttl", func(c *Config) { c.ConsumerCacheTTL = -1 }},
+		{"consumer_cache_ttl", func(c *Config) { c.ConsumerCacheTTL = 61 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.field, func(t *testing.T) {

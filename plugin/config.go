@@ -69,6 +69,11 @@ type Config struct {
 	// Redis is where the redis policy keeps its counters, in the shape of
 	// the redis record of Kong's own rate-limiting plugin (3.6+).
 	Redis RedisConfig `json:"redis"`
+	// ConsumerCacheTTL is how many seconds the consumer key-auth found for
+	// an API key is reused for that same key without asking Kong again (a
+	// round trip saved per keyed request); 0 asks every time. It bounds
+	// how long a removed key or a paused subscription may still be served.
+	ConsumerCacheTTL int `json:"consumer_cache_ttl"`
 	// FaultTolerant, with the redis policy, keeps answering with counts
 	// on this node while Redis cannot be reached; off, such requests are
 	// answered 503 and consume nothing.
@@ -143,6 +148,7 @@ func New() any {
 		QuotaPath:         "/var/lib/genderize/quota.db",
 		Redis:             RedisConfig{Port: 6379, Timeout: 2000},
 		FaultTolerant:     true,
+		ConsumerCacheTTL:  1,
 		state:             newInstance(),
 	}
 }
@@ -150,6 +156,10 @@ func New() any {
 // maxIPWindowSeconds bounds the key-less window at a year: longer windows
 // are no longer "per IP per period" but a lifetime cap.
 const maxIPWindowSeconds = 366 * 86400
+
+// maxConsumerCacheTTL bounds how stale a consumer may be: a minute, well
+// above Kong's own db_update_frequency (5 s) for its credential cache.
+const maxConsumerCacheTTL = 60
 
 // validate reports the first bad field, naming it as Kong's config does.
 func (c *Config) validate() error {
@@ -193,6 +203,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("throttle_rate: %v, must be a positive number of requests per second", c.ThrottleRate)
 	case c.ThrottleBurst < 1:
 		return fmt.Errorf("throttle_burst: %d, must be at least 1", c.ThrottleBurst)
+	case c.ConsumerCacheTTL < 0 || c.ConsumerCacheTTL > maxConsumerCacheTTL:
+		return fmt.Errorf("consumer_cache_ttl: %d, must be between 0 and %d seconds", c.ConsumerCacheTTL, maxConsumerCacheTTL)
 	}
 	if !quota.Known(c.QuotaPolicy) {
 		return fmt.Errorf("quota_policy: %q, must be one of %s", c.QuotaPolicy, strings.Join(quota.Policies(), ", "))

@@ -169,17 +169,20 @@ func (c *Config) decide(deps *dependencies, f *facts, now time.Time) (d decision
 		case !sub.known:
 			p = &problem{key: "plan " + f.consumer.Id + " " + sub.planName, msg: "genderize: consumer has a plan that is not in the plugin config, refusing it", attrs: []any{"consumer_id", f.consumer.Id, "username", f.consumer.Username, "plan", sub.planName}}
 		}
-		if !sub.known {
-			// No plan, no limit to report.
-			d = refusal(errNotActive, reasonSubscription, quota.Result{ResetAfter: who.window.ResetAfter()})
-			d.problem = p
-			return d
-		}
 		defer func() {
 			if d.problem == nil {
 				d.problem = p
 			}
 		}()
+		if !sub.known {
+			if f.method != "GET" {
+				// The method is refused first, on a window without a
+				// limit.
+				return c.answerMethod(deps, who, f.method)
+			}
+			// No plan, no limit to report, nothing to peek at.
+			return refusal(errNotActive, reasonSubscription, quota.Result{ResetAfter: who.window.ResetAfter()})
+		}
 		who.limit = sub.plan.Quota
 		inactive = sub.inactive != ""
 	}

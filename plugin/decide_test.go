@@ -120,6 +120,7 @@ func TestDecideMethods(t *testing.T) {
 		{"405 before 401", &request{consumer: anonymous, method: "DELETE", rawQuery: "apikey=nope", ip: clientIP}, want{405, jsonError("Method not allowed"), 100, 98, dayReset}},
 		{"405 before 402", &request{consumer: consumerWith("subscription:paused"), method: "PATCH"}, want{405, jsonError("Method not allowed"), 2500, 2500, monthReset}},
 		{"405 before 422", &request{consumer: demoFree, method: "POST", rawQuery: "name=\xff"}, want{405, jsonError("Method not allowed"), 2500, 2499, monthReset}},
+		{"405 before 402 for an unknown plan", &request{consumer: consumerWith("plan:gold"), method: "POST"}, want{405, jsonError("Method not allowed"), 0, 0, monthReset}},
 		{"unknown method", &request{consumer: demoFree, method: "BREW"}, want{405, jsonError("Method not allowed"), 2500, 2499, monthReset}},
 		{"lower-case get is not GET", &request{consumer: demoFree, method: "get", rawQuery: "name=peter"}, want{405, jsonError("Method not allowed"), 2500, 2499, monthReset}},
 		{"keyed preflight (run_on_preflight on)", &request{consumer: demoFree, method: "OPTIONS"}, want{204, "", 2500, 2499, monthReset}},

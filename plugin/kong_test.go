@@ -17,6 +17,7 @@ import (
 	"github.com/Kong/go-pdk/entities"
 	"github.com/Kong/go-pdk/server/kong_plugin_protocol"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/genderize-kong/genderize/engine"
 	"github.com/genderize-kong/genderize/plugin/quota"
@@ -31,12 +32,12 @@ type fakeKong struct {
 
 	mu       sync.Mutex
 	calls    []string
-	exit     *exitArgs
+	exit     *exitResult
 	errors   []string
 	statusCh chan<- string
 }
 
-type exitArgs struct {
+type exitResult struct {
 	status  int
 	body    []byte
 	headers map[string][]string
@@ -72,7 +73,7 @@ func (f *fakeKong) Handle(method string, args []byte) []byte {
 		if err := proto.Unmarshal(args, &a); err != nil {
 			f.errors = append(f.errors, "exit args: "+err.Error())
 		}
-		f.exit = &exitArgs{status: int(a.Status), body: a.Body}
+		f.exit = &exitResult{status: int(a.Status), body: a.Body}
 		if a.Headers != nil {
 			f.exit.headers = bridge.UnwrapHeaders(a.Headers)
 		}
@@ -143,7 +144,7 @@ func (r *request) facts(c *Config) facts {
 // do decides r with c, as Access would after its PDK calls, and returns
 // the answer as Exit would carry it, checked against the rules every
 // answer obeys.
-func (r *request) do(t testing.TB, c *Config) *exitArgs {
+func (r *request) do(t testing.TB, c *Config) *exitResult {
 	t.Helper()
 	var d decision
 	deps, ok := c.ready()
@@ -153,7 +154,11 @@ func (r *request) do(t testing.TB, c *Config) *exitArgs {
 		f := r.facts(c)
 		d = c.answer(deps, &f)
 	}
-	e := &exitArgs{status: d.status, body: d.body, headers: bridge.UnwrapHeaders(headers(&d)), reason: d.reason}
+	var h structpb.Struct
+	if err := proto.Unmarshal(appendHeaders(nil, &d), &h); err != nil {
+		t.Fatalf("headers: %v", err)
+	}
+	e := &exitResult{status: d.status, body: d.body, headers: bridge.UnwrapHeaders(&h), reason: d.reason}
 	checkExit(t, e)
 	return e
 }
@@ -161,7 +166,7 @@ func (r *request) do(t testing.TB, c *Config) *exitArgs {
 // viaKong runs r through c's Access handler over go-pdk's bridge and
 // checks the rules every request obeys: at most four PDK calls, exactly
 // one exit and it comes last, and the headers of every answer.
-func (r *request) viaKong(t testing.TB, c *Config) (*exitArgs, []string) {
+func (r *request) viaKong(t testing.TB, c *Config) (*exitResult, []string) {
 	t.Helper()
 	f := &fakeKong{request: *r}
 	conn := bridgetest.MockFunc(f)
@@ -186,7 +191,7 @@ func (r *request) viaKong(t testing.TB, c *Config) (*exitArgs, []string) {
 }
 
 // checkExit checks the headers every answer carries.
-func checkExit(t testing.TB, e *exitArgs) {
+func checkExit(t testing.TB, e *exitResult) {
 	t.Helper()
 	for _, h := range []string{"X-Rate-Limit-Limit", "X-Rate-Limit-Remaining", "X-Rate-Limit-Reset", "X-Rate-Reset"} {
 		if len(e.headers[h]) != 1 {
@@ -207,7 +212,7 @@ func checkExit(t testing.TB, e *exitArgs) {
 	}
 }
 
-func (e *exitArgs) header(name string) string {
+func (e *exitResult) header(name string) string {
 	return strings.Join(e.headers[name], ",")
 }
 

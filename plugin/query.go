@@ -1,10 +1,11 @@
 package plugin
 
 import (
-	"net/url"
+	"iter"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/genderize-kong/genderize/engine"
 )
@@ -33,6 +34,12 @@ type query struct {
 // Only name, name[], name[N], country_id and apikey mean something; any
 // other parameter is ignored, as old clients send language_id. Parameters
 // are split on '&' alone: ';' is a literal character in a name.
+//
+// Decoding makes no intermediate strings: a name without escapes is a view
+// of raw, and escaped ones are decoded into one buffer per request that
+// the names then view (decoded text is never longer than its raw form, so
+// the buffer never moves). In a batch of 100 `name%5B%5D=` arguments that
+// saves 100 allocations for the names of the arguments alone.
 func parseQuery(raw string, maxBatch, maxNameLength int) query {
 	var (
 		q          query
@@ -41,17 +48,34 @@ func parseQuery(raw string, maxBatch, maxNameLength int) query {
 		badName    bool // a name that is malformed or out of limits
 		countries  int
 		badCountry bool
+		decoded    []byte   // the request's decoded values, made on first need
+		keyBuf     [32]byte // a decoded argument name; ours are short
 	)
-	for raw != "" {
-		var param string
-		param, raw, _ = strings.Cut(raw, "&")
-		if param == "" {
-			continue
+	for a := range arguments(raw) {
+		rawValue := a.value
+		key := a.name
+		if needsUnescape(key) {
+			b, ok := appendUnescaped(keyBuf[:0], key)
+			if !ok {
+				continue // a parameter we cannot name is not one of ours
+			}
+			key = unsafe.String(unsafe.SliceData(b), len(b))
 		}
-		rawKey, rawValue, _ := strings.Cut(param, "=")
-		key, err := url.QueryUnescape(rawKey)
-		if err != nil {
-			continue // a parameter we cannot name is not one of ours
+		unescape := func(v string) (string, bool) {
+			if !needsUnescape(v) {
+				return v, true
+			}
+			if decoded == nil {
+				decoded = make([]byte, 0, len(raw))
+			}
+			start := len(decoded)
+			var ok bool
+			decoded, ok = appendUnescaped(decoded, v)
+			if !ok {
+				decoded = decoded[:start]
+				return "", false
+			}
+			return unsafe.String(unsafe.SliceData(decoded[start:]), len(decoded)-start), true
 		}
 		switch {
 		case key == "name" || key == "name[]" || isIndexedName(key):
@@ -60,20 +84,23 @@ func parseQuery(raw string, maxBatch, maxNameLength int) query {
 			} else {
 				batched++
 			}
-			name, err := url.QueryUnescape(rawValue)
-			if err != nil || !validName(name, maxNameLength) {
+			name, ok := unescape(rawValue)
+			if !ok || !validName(name, maxNameLength) {
 				badName = true
 				continue
 			}
 			// Bound the work a hostile query can cause; the count alone
 			// decides the error.
+			if q.names == nil {
+				q.names = make([]string, 0, min(strings.Count(raw, "&")+1, maxBatch+1))
+			}
 			if len(q.names) <= maxBatch {
 				q.names = append(q.names, name)
 			}
 		case key == "country_id":
 			countries++
-			value, err := url.QueryUnescape(rawValue)
-			if err != nil {
+			value, ok := unescape(rawValue)
+			if !ok {
 				badCountry = true
 				continue
 			}
@@ -100,6 +127,80 @@ func parseQuery(raw string, maxBatch, maxNameLength int) query {
 		q.names = nil
 	}
 	return q
+}
+
+// needsUnescape reports whether s holds an escape or a '+'. A plain loop:
+// strings.ContainsAny builds its byte set on every call, 2% of a batch's
+// CPU in the profile.
+func needsUnescape(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' || s[i] == '+' {
+			return true
+		}
+	}
+	return false
+}
+
+// appendUnescaped appends s decoded as url.QueryUnescape decodes it ('+' is
+// a space, %XX a byte, any other byte itself); ok is false on a malformed
+// escape, as QueryUnescape's error.
+func appendUnescaped(dst []byte, s string) ([]byte, bool) {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '+':
+			dst = append(dst, ' ')
+		case '%':
+			if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
+				return dst, false
+			}
+			dst = append(dst, unhex(s[i+1])<<4|unhex(s[i+2]))
+			i += 2
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst, true
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c <= 'F':
+		return c - 'A' + 10
+	}
+	return c - 'a' + 10
+}
+
+// argument is one query argument, still percent-encoded.
+type argument struct {
+	name, value string
+	// hasValue is false for a bare name ("apikey"), true for "apikey=".
+	hasValue bool
+}
+
+// arguments yields a raw query's arguments in order, split as key-auth's
+// ngx.req.get_uri_args splits them: on '&' alone (';' is a literal
+// character in a name), empty parts skipped, each cut at its first '='.
+func arguments(raw string) iter.Seq[argument] {
+	return func(yield func(argument) bool) {
+		for raw != "" {
+			var part string
+			part, raw, _ = strings.Cut(raw, "&")
+			if part == "" {
+				continue
+			}
+			var a argument
+			a.name, a.value, a.hasValue = strings.Cut(part, "=")
+			if !yield(a) {
+				return
+			}
+		}
+	}
 }
 
 // isIndexedName reports whether key is name[N] with N a decimal index.

@@ -44,6 +44,10 @@ CREATE TABLE countries (
 --           is the row with country C, else the global row whose sole is C.
 -- female_share is the female share the answer is decided on: female /
 -- (female + male) for a country, the weighted share for the global model.
+-- evidence is what the records are worth to the stated probability: each
+-- record counted at its source's trust (1 for a birth register, census or
+-- Wikidata person count, 1/2 for a noisy register or a lexicon entry; see
+-- the importer's trust), summed like the counts.
 CREATE TABLE names (
 	key          TEXT NOT NULL,
 	country      TEXT NOT NULL,
@@ -52,5 +56,6 @@ CREATE TABLE names (
 	male         INTEGER NOT NULL,
 	female_share REAL NOT NULL,
 	sole         TEXT, -- global rows only: the one country the key is found in
+	evidence     REAL NOT NULL,
 	PRIMARY KEY (key, country, form)
 ) WITHOUT ROWID;

@@ -24,6 +24,7 @@ const (
 	DropTooLong     = "too long"
 	DropNoCountry   = "locale without country" // lexicon locale with no likely region
 	DropPlaceholder = "placeholder"            // "Unknown", "Baby": a register's stand-in for no name
+	DropHeldOut     = "held out for evaluation"
 )
 
 // placeholders are what registers write when a child has no name yet: the

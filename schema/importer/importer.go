@@ -90,7 +90,12 @@ func (s SourceReport) String() string {
 
 type entry struct{ key, country string }
 
-type tally struct{ female, male int64 }
+// tally is what the sources say about an entry: records by sex, and the
+// evidence they are worth (see trust).
+type tally struct {
+	female, male int64
+	evidence     float64
+}
 
 type seenKey struct {
 	entry
@@ -102,9 +107,20 @@ type seenKey struct {
 // database or a complete new one, also when ctx is cancelled (Ctrl-C).
 // Progress goes to progress (nil: none).
 func Build(ctx context.Context, out string, files []string, progress io.Writer) (*Report, error) {
+	return BuildHoldout(ctx, out, files, progress, nil)
+}
+
+// BuildHoldout is Build keeping the names that holdout selects out of the
+// database and writing them, labelled, to holdout.Out once the database
+// is in place. A nil holdout is Build.
+func BuildHoldout(ctx context.Context, out string, files []string, progress io.Writer, holdout *Holdout) (*Report, error) {
 	if len(files) == 0 {
 		return nil, errors.New("no input files")
 	}
+	if holdout != nil && !(holdout.Share > 0 && holdout.Share < 1) {
+		return nil, fmt.Errorf("holdout share %v: want a share strictly between 0 and 1", holdout.Share)
+	}
+	held := map[heldEntry]tally{}
 	st := newStatus(progress)
 	type source struct {
 		id, format string
@@ -175,6 +191,11 @@ func Build(ctx context.Context, out string, files []string, progress io.Writer) 
 					return
 				}
 				e := entry{key, country}
+				if holdout.keeps(s.id, key) {
+					drop(DropHeldOut)
+					held[heldEntry{e, s.id}] = held[heldEntry{e, s.id}].add(female, n, 0)
+					return
+				}
 				sk := seenKey{e, female}
 				if _, dup := seen[sk]; dup {
 					sr.Merged++
@@ -183,13 +204,7 @@ func Build(ctx context.Context, out string, files []string, progress io.Writer) 
 					sr.Kept++
 				}
 				countries[country] = struct{}{}
-				t := data[e]
-				if female {
-					t.female += n
-				} else {
-					t.male += n
-				}
-				data[e] = t
+				data[e] = data[e].add(female, n, float64(n)*trust(s.id, s.format))
 			})
 			if err != nil {
 				return nil, err
@@ -218,6 +233,12 @@ func Build(ctx context.Context, out string, files []string, progress io.Writer) 
 		return nil, err
 	}
 	st.line("wrote %s: %d keys, %d countries, %d rows", out, report.Keys, report.Countries, report.Rows)
+	if holdout != nil {
+		if err := writeHeldOut(holdout.Out, held); err != nil {
+			return nil, fmt.Errorf("write held-out names: %w", err)
+		}
+		st.line("held out %d (name, country, source) entries", len(held))
+	}
 	return report, nil
 }
 
@@ -228,6 +249,7 @@ type nameRow struct {
 	female, male int64
 	share        float64
 	sole         string // global rows of a key found in one country only
+	evidence     float64
 }
 
 // countryWeight is the factor a country's counts get in the global model:
@@ -281,6 +303,7 @@ func precompute(data map[entry]tally) (rows []nameRow, weights map[string]float6
 		w := weights[country]
 		p.female += t.female
 		p.male += t.male
+		p.evidence += t.evidence
 		p.wf += float64(t.female) * w
 		p.wm += float64(t.male) * w
 		if newCountry {
@@ -315,6 +338,7 @@ func precompute(data map[entry]tally) (rows []nameRow, weights map[string]float6
 		ft, seen := folded[fe]
 		ft.female += t.female
 		ft.male += t.male
+		ft.evidence += t.evidence
 		folded[fe] = ft
 		add(foldedGlobal, p.fold, e.country, t, !seen)
 	}
@@ -326,7 +350,7 @@ func precompute(data map[entry]tally) (rows []nameRow, weights map[string]float6
 	needed := func(f string) bool { p := foldedGlobal[f]; return p.variants > 1 || p.differs }
 	rows = make([]nameRow, 0, len(exactGlobal)+len(data)/2)
 	global := func(key string, form int, p *pooled) nameRow {
-		r := nameRow{key: key, form: form, female: p.female, male: p.male, share: share(p.wf, p.wm)}
+		r := nameRow{key: key, form: form, female: p.female, male: p.male, share: share(p.wf, p.wm), evidence: p.evidence}
 		if p.countries == 1 {
 			r.sole = p.sole
 			r.share = share(float64(p.female), float64(p.male))
@@ -335,7 +359,7 @@ func precompute(data map[entry]tally) (rows []nameRow, weights map[string]float6
 	}
 	for e, t := range data {
 		if exactGlobal[e.key].countries > 1 {
-			rows = append(rows, nameRow{e.key, e.country, schema.FormExact, t.female, t.male, share(float64(t.female), float64(t.male)), ""})
+			rows = append(rows, nameRow{e.key, e.country, schema.FormExact, t.female, t.male, share(float64(t.female), float64(t.male)), "", t.evidence})
 		}
 	}
 	for k, p := range exactGlobal {
@@ -343,7 +367,7 @@ func precompute(data map[entry]tally) (rows []nameRow, weights map[string]float6
 	}
 	for e, t := range folded {
 		if needed(e.key) && foldedGlobal[e.key].countries > 1 {
-			rows = append(rows, nameRow{e.key, e.country, schema.FormFolded, t.female, t.male, share(float64(t.female), float64(t.male)), ""})
+			rows = append(rows, nameRow{e.key, e.country, schema.FormFolded, t.female, t.male, share(float64(t.female), float64(t.male)), "", t.evidence})
 		}
 	}
 	for k, p := range foldedGlobal {
@@ -451,8 +475,8 @@ func write(ctx context.Context, out string, report *Report, rows []nameRow, weig
 func insertNames(ctx context.Context, tx *sql.Tx, rows []nameRow, st *status) error {
 	const perStmt = 200
 	prepare := func(n int) (*sql.Stmt, error) {
-		q := "INSERT INTO names(key, country, form, female, male, female_share, sole) VALUES " +
-			strings.TrimSuffix(strings.Repeat("(?,?,?,?,?,?,?),", n), ",")
+		q := "INSERT INTO names(key, country, form, female, male, female_share, sole, evidence) VALUES " +
+			strings.TrimSuffix(strings.Repeat("(?,?,?,?,?,?,?,?),", n), ",")
 		return tx.Prepare(q)
 	}
 	full, err := prepare(perStmt)
@@ -460,7 +484,7 @@ func insertNames(ctx context.Context, tx *sql.Tx, rows []nameRow, st *status) er
 		return fmt.Errorf("prepare insert: %w", err)
 	}
 	defer full.Close()
-	args := make([]any, 0, perStmt*7)
+	args := make([]any, 0, perStmt*8)
 	for start := 0; start < len(rows); start += perStmt {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -472,7 +496,7 @@ func insertNames(ctx context.Context, tx *sql.Tx, rows []nameRow, st *status) er
 			if r.sole != "" {
 				sole = r.sole
 			}
-			args = append(args, r.key, r.country, r.form, r.female, r.male, r.share, sole)
+			args = append(args, r.key, r.country, r.form, r.female, r.male, r.share, sole, r.evidence)
 		}
 		stmt := full
 		if len(chunk) < perStmt {

@@ -1043,3 +1043,68 @@ func TestKillUnderLoad(t *testing.T) {
 	}
 	t.Logf("statuses during the kill: %v", statuses)
 }
+
+// TestConsumerCache: with consumer_cache_ttl, a repeated key costs two PDK
+// calls (request line, exit) and gets the same answers; a declarative
+// rollout that pauses a subscription or removes a key is obeyed within the
+// TTL.
+func TestConsumerCache(t *testing.T) {
+	e := newEnv(t, envConfig{freeConsumers: 2, overrides: map[string]any{"consumer_cache_ttl": 1}})
+	paused, removed := e.freeCaller(t), e.freeCaller(t)
+	for _, c := range []caller{paused, removed} {
+		first := e.get(t, c, "name=peter")
+		if first.status != 200 || len(first.methods) != 3 {
+			t.Fatalf("first request: %d %s, PDK calls %v", first.status, first.body, first.methods)
+		}
+		// The second may or may not be within the second: either way it
+		// is answered the same, and cached it costs two calls.
+		second := e.get(t, c, "name=anna")
+		if second.status != 200 || string(second.body) != string(expected(t, []string{"anna"}, "", false)) {
+			t.Fatalf("second request: %d %s", second.status, second.body)
+		}
+		checkHeaders(t, second, c, 2498)
+		if len(second.methods) != 2 && len(second.methods) != 3 {
+			t.Errorf("second request: PDK calls %v", second.methods)
+		}
+	}
+
+	// Roll out: one subscription paused, another consumer's key removed.
+	consumers := slices.Clone(e.decl.Consumers)
+	for i := range consumers {
+		switch {
+		case consumers[i].Username == strings.TrimSuffix(paused.key, "-key"):
+			consumers[i].Tags = []string{"plan:free", "subscription:paused"}
+		case consumers[i].Username == strings.TrimSuffix(removed.key, "-key"):
+			consumers[i].KeyauthCredentials = nil
+		}
+	}
+	if err := e.s.ReplaceConsumers(consumers); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond) // the TTL, and a little more
+	r := e.get(t, paused, "name=peter")
+	checkError(t, r, 402, errInactive)
+	checkHeaders(t, r, paused, 2498)
+	r = e.get(t, removed, "name=peter")
+	checkError(t, r, 401, errInvalidKey)
+	checkHeaders(t, r, caller{ip: removed.ip, limit: 100}, 100)
+}
+
+// TestConsumerCacheSavesACall: within the TTL a repeated key is answered
+// with two PDK calls.
+func TestConsumerCacheSavesACall(t *testing.T) {
+	e := newEnv(t, envConfig{freeConsumers: 1, overrides: map[string]any{"consumer_cache_ttl": 60}})
+	c := e.freeCaller(t)
+	want := [][]string{
+		{"kong.nginx.get_var", "kong.client.get_consumer", "kong.response.exit"},
+		{"kong.nginx.get_var", "kong.response.exit"},
+		{"kong.nginx.get_var", "kong.response.exit"},
+	}
+	for i, w := range want {
+		r := e.get(t, c, batchQuery("peter", "anna"))
+		if r.status != 200 || strings.Join(r.methods, ",") != strings.Join(w, ",") {
+			t.Errorf("request %d: %d, PDK calls %v, want %v", i, r.status, r.methods, w)
+		}
+		checkHeaders(t, r, c, 2500-2*(i+1))
+	}
+}

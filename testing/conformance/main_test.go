@@ -219,6 +219,15 @@ func newEnv(t testing.TB, cfg envConfig) *env {
 		"database_path": dbPath,
 		"quota_path":    filepath.Join(state, "quota.db"),
 	}
+	// GENDERIZE_CONSUMER_CACHE_TTL runs the suite with another
+	// consumer_cache_ttl than kong.yml's (make test runs it with 0 too).
+	if ttl := os.Getenv("GENDERIZE_CONSUMER_CACHE_TTL"); ttl != "" {
+		n, err := strconv.Atoi(ttl)
+		if err != nil {
+			t.Fatalf("GENDERIZE_CONSUMER_CACHE_TTL: %v", err)
+		}
+		overrides["consumer_cache_ttl"] = n
+	}
 	for k, v := range cfg.overrides {
 		overrides[k] = v
 	}

@@ -74,6 +74,7 @@ type Standin struct {
 	opts      Options
 	log       *slog.Logger
 	server    *pluginServer
+	authMu    sync.RWMutex        // guards keyAuth: ReplaceConsumers swaps it
 	keyAuth   map[string]*keyAuth // per route id
 	configs   map[string]map[string]any
 	keys      map[string]string // __key__ per route id
@@ -178,6 +179,24 @@ func (s *Standin) prepareRoutes() error {
 				return fmt.Errorf("route %q: plugin %q is neither key-auth nor the plugin server's %q", r.Name, p.Name, name)
 			}
 		}
+	}
+	return nil
+}
+
+// ReplaceConsumers swaps the consumers and their key-auth credentials for
+// the next requests, as a declarative rollout does (POST /config in DB-less
+// mode, or decK with a database): the plugin's instances are kept, as Kong
+// keeps them when the plugin's own config does not change.
+func (s *Standin) ReplaceConsumers(consumers []Consumer) error {
+	d := *s.opts.Declarative
+	d.Consumers = slices.Clone(consumers)
+	if err := d.completeConsumers(); err != nil {
+		return err
+	}
+	s.authMu.Lock()
+	defer s.authMu.Unlock()
+	for id, ka := range s.keyAuth {
+		s.keyAuth[id] = newKeyAuth(ka.conf, d.Consumers, s.opts.MaxURIArgs)
 	}
 	return nil
 }
@@ -335,7 +354,10 @@ func (s *Standin) handle(ctx context.Context, r *Request) *Response {
 	}
 	// Kong runs plugins by descending priority: a plugin server above
 	// key-auth's 1250 sees no consumer.
-	if ka := s.keyAuth[route.ID]; ka != nil && s.server.info.Priority <= keyAuthPriority {
+	s.authMu.RLock()
+	ka := s.keyAuth[route.ID]
+	s.authMu.RUnlock()
+	if ka != nil && s.server.info.Priority <= keyAuthPriority {
 		x.loadConsumer = ka.loadConsumer
 		out := ka.authenticate(r)
 		if out.wwwAuthenticate != "" {

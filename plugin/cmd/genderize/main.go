@@ -5,6 +5,9 @@
 //	genderize -kong-prefix /usr/local/kong   serve on /usr/local/kong/genderize.socket
 //	genderize -dump                          print the plugin's info and schema
 //
+// SIGHUP reloads the name database at once; a database renamed over the
+// file is picked up by itself within seconds too.
+//
 // GENDERIZE_CPUPROFILE=<path> writes a CPU profile to <path>.<pid> when the
 // process is stopped with SIGTERM or SIGINT, as Kong and the stand-in stop
 // it (Kong passes its environment to plugin servers).
@@ -18,6 +21,7 @@ import (
 	"runtime/pprof"
 	"syscall"
 
+	"github.com/genderize-kong/genderize/engine"
 	"github.com/genderize-kong/genderize/plugin"
 	"github.com/genderize-kong/genderize/plugin/pluginserver"
 )
@@ -31,6 +35,9 @@ func main() {
 		// Main returns only after -dump: no profile worth keeping.
 		defer discard()
 	}
+	// SIGHUP reloads the name database now (it is also reloaded by itself
+	// within seconds of being replaced).
+	engine.ReloadOnSignal(syscall.SIGHUP)
 	if err := pluginserver.Main(plugin.New, plugin.Version, plugin.Priority); err != nil {
 		log.Fatalf("genderize plugin server: %v", err)
 	}

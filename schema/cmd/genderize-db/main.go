@@ -1,9 +1,13 @@
 // Command genderize-db builds and inspects the genderize name database.
 //
 //	genderize-db build -o names.db FILES...        build from name statistics files
+//	genderize-db build -holdout-share 0.1 -holdout-out heldout.tsv -o names-eval.db FILES...
+//	                                               keep a share of each source's names out, labelled
 //	genderize-db info names.db                     sources, licences, rows, countries
 //	genderize-db query names.db [-country XX] NAME...
 //	                                               print the JSON the API would return
+//	genderize-db eval [-country-col] [-plot FILE] [-target 0.03] [-min-records N] names.db labelled.tsv
+//	                                               score the answers against labelled names
 //
 // FILES are gzip'd or plain TSV in the long format (name, country, sex,
 // count), lexicons (locale, sex, name), or the US SSA's yobYYYY.txt files
@@ -29,9 +33,10 @@ import (
 )
 
 const usage = `usage:
-  genderize-db build -o names.db FILES...
+  genderize-db build [-holdout-share 0.1 -holdout-out heldout.tsv] -o names.db FILES...
   genderize-db info names.db
   genderize-db query names.db [-country XX] NAME...
+  genderize-db eval [-country-col] [-plot FILE] [-target 0.03] [-min-records N] names.db labelled.tsv
 `
 
 func main() {
@@ -58,6 +63,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return info(args[1:], stdout)
 	case "query":
 		return query(args[1:], stdout)
+	case "eval":
+		return eval(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
@@ -69,16 +76,37 @@ func build(args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("build", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	out := fs.String("o", "names.db", "database to write")
+	share := fs.Float64("holdout-share", 0, "share of each source's names to keep out of the database (0: none)")
+	heldOut := fs.String("holdout-out", "", "with -holdout-share: file to write the held-out names to, labelled")
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
 	if fs.NArg() == 0 {
 		return fmt.Errorf("build: no input files: %w", errUsage)
 	}
+	if (*share != 0) != (*heldOut != "") {
+		return fmt.Errorf("build: -holdout-share and -holdout-out go together: %w", errUsage)
+	}
 	// Ctrl-C stops the build and removes its temporary file.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if _, err := importer.Build(ctx, *out, fs.Args(), stderr); err != nil {
+	if *heldOut == "" {
+		if _, err := importer.Build(ctx, *out, fs.Args(), stderr); err != nil {
+			return fmt.Errorf("build %s: %w", *out, err)
+		}
+		return nil
+	}
+	f, err := os.Create(*heldOut)
+	if err != nil {
+		return fmt.Errorf("build: %w", err)
+	}
+	_, err = importer.BuildHoldout(ctx, *out, fs.Args(), stderr, &importer.Holdout{Share: *share, Out: f})
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		// No held-out file without the database it was held out of.
+		os.Remove(*heldOut)
 		return fmt.Errorf("build %s: %w", *out, err)
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
@@ -52,6 +53,7 @@ type flags struct {
 	cpuProfile  string
 	compare     string
 	compareYML  string
+	cacheOff    bool
 }
 
 func run() error {
@@ -75,6 +77,7 @@ func run() error {
 	flag.Int64Var(&f.maxRequests, "max-requests", 200000, "-bench: request cap of each run")
 	flag.StringVar(&f.compare, "compare", "", "-bench: an earlier genderize binary to measure in the same rounds (its rows are labelled \"before\")")
 	flag.StringVar(&f.compareYML, "compare-kong-yml", "", "-bench: the kong.yml of the -compare binary (its schema may lack newer fields); default -kong-yml")
+	flag.BoolVar(&f.cacheOff, "cache-off", false, "-bench: also measure single and batch with consumer_cache_ttl 0 in the same rounds")
 	flag.StringVar(&f.cpuProfile, "cpuprofile", "", "-bench: write the stand-in's CPU profile of the measured rounds to this file")
 	flag.Parse()
 
@@ -243,12 +246,14 @@ func bench(ctx context.Context, f flags, log *slog.Logger) error {
 		pluginCPU, standinCPU time.Duration
 		// yml replaces -kong-yml for this run.
 		yml string
+		// overrides are set over the plugin config for this run.
+		overrides map[string]any
 	}
 	noop := &run{label: "noop (own server)", plugin: f.noop, make: single, names: 1, cap: f.maxRequests}
 	single1 := &run{label: "genderize single", plugin: f.plugin, make: single, names: 1, cap: f.maxRequests}
 	batch100 := &run{label: "genderize batch 100", plugin: f.plugin, make: batch, names: 100, cap: f.maxRequests / 20}
-	// The same three PDK calls as a single name, without the quota and
-	// the engine: what the protocol alone costs the plugin.
+	// The same PDK calls as a single name, without the quota and the
+	// engine: what the protocol alone costs the plugin.
 	refused := &run{label: "genderize 422 (diag.)", plugin: f.plugin, make: func(int64) *standin.Request { return benchRequest("name=&apikey=" + key) }, names: 0, cap: f.maxRequests}
 	runs := []*run{noop}
 	var noopStock *run
@@ -263,6 +268,15 @@ func bench(ctx context.Context, f flags, log *slog.Logger) error {
 			{label: "before batch 100", plugin: f.compare, make: batch, names: 100, cap: f.maxRequests / 20, yml: f.compareYML},
 		}
 		runs = append(runs, before...)
+	}
+	var cacheOff []*run
+	if f.cacheOff {
+		off := map[string]any{"consumer_cache_ttl": 0}
+		cacheOff = []*run{
+			{label: "single, cache off", plugin: f.plugin, make: single, names: 1, cap: f.maxRequests, overrides: off},
+			{label: "batch 100, cache off", plugin: f.plugin, make: batch, names: 100, cap: f.maxRequests / 20, overrides: off},
+		}
+		runs = append(runs, cacheOff...)
 	}
 	runs = append(runs, single1, batch100, refused)
 	defer func() {
@@ -287,6 +301,7 @@ func bench(ctx context.Context, f flags, log *slog.Logger) error {
 		opts.ConfigOverrides["throttle_rate"] = 1000000
 		opts.ConfigOverrides["throttle_burst"] = 1000000
 		opts.ConfigOverrides["plans"] = map[string]any{"pro": map[string]any{"quota": 1000000000}, "free": map[string]any{"quota": 2500}, "basic": map[string]any{"quota": 100000}}
+		maps.Copy(opts.ConfigOverrides, r.overrides)
 		if r.s, err = standin.Start(ctx, opts); err != nil {
 			return fmt.Errorf("%s: %w", r.label, err)
 		}
@@ -342,13 +357,18 @@ func bench(ctx context.Context, f flags, log *slog.Logger) error {
 		fmt.Printf("single-name throughput = %.0f%% of the no-op on go-pdk's stock server\n", single1.result.RequestsPerSecond()/noopStock.result.RequestsPerSecond()*100)
 	}
 	fmt.Printf("batch-100 names/s = %.1fx the no-op baseline's requests/s (batch-100 requests/s = %.0f%% of it)\n", batch100.result.NamesPerSecond()/floor, batch100.result.RequestsPerSecond()/floor*100)
+	if cacheOff != nil {
+		fmt.Printf("consumer cache off: single %.0f%%, batch-100 %.0f%% of the no-op; on/off: single %.2f, batch-100 %.2f\n",
+			cacheOff[0].result.RequestsPerSecond()/floor*100, cacheOff[1].result.RequestsPerSecond()/floor*100,
+			single1.result.RequestsPerSecond()/cacheOff[0].result.RequestsPerSecond(), batch100.result.RequestsPerSecond()/cacheOff[1].result.RequestsPerSecond())
+	}
 	if before != nil {
 		fmt.Printf("before: single %.0f%%, batch-100 %.0f%% of the no-op; now/before: single %.2f, batch-100 %.2f\n",
 			before[0].result.RequestsPerSecond()/floor*100, before[1].result.RequestsPerSecond()/floor*100,
 			single1.result.RequestsPerSecond()/before[0].result.RequestsPerSecond(), batch100.result.RequestsPerSecond()/before[1].result.RequestsPerSecond())
 	}
-	fmt.Printf("protocol alone (3 PDK calls, request refused before quota and engine) = %.0f%% of the no-op baseline\n", refused.result.RequestsPerSecond()/floor*100)
-	for _, r := range []*run{single1, batch100} {
+	fmt.Printf("protocol alone (%d PDK calls, request refused before quota and engine) = %.0f%% of the no-op baseline\n", refused.result.MaxPDKCalls, refused.result.RequestsPerSecond()/floor*100)
+	for _, r := range append([]*run{single1, batch100}, cacheOff...) {
 		if r.result.Statuses[http.StatusOK] != r.result.Requests {
 			return fmt.Errorf("%s: not every request succeeded: %v", r.label, r.result.Statuses)
 		}

@@ -4,6 +4,8 @@ DATA    ?= ../shared/data/names
 DB      ?= names.db
 BIN     ?= bin
 PORT    ?= 8000
+# make run serves the plugin's Prometheus metrics here (127.0.0.1 only).
+METRICS_PORT ?= 9542
 STATE   ?= .state
 
 # The default database uses every file with counts; CORE_ONLY=1 keeps the
@@ -99,7 +101,8 @@ eval: $(EVAL_DB) $(EVAL_SETS)
 
 run: build $(DB)
 	$(BIN)/kong-standin -listen 127.0.0.1:$(PORT) -kong-yml kong/kong.yml \
-		-plugin $(BIN)/genderize -db $(abspath $(DB)) -state $(abspath $(STATE))
+		-plugin $(BIN)/genderize -db $(abspath $(DB)) -state $(abspath $(STATE)) \
+		-plugin-args '-metrics-listen 127.0.0.1:$(METRICS_PORT)'
 
 test: build $(DB)
 	$(GO) vet ./...
@@ -109,7 +112,8 @@ test: build $(DB)
 
 # The protocol benchmark runs the plugin and the no-op plugin (the floor
 # the plugin-server protocol imposes) through the stand-in, no HTTP; the
-# no-op runs on the plugin's own server and on go-pdk's stock one.
+# no-op runs on the plugin's own server and on go-pdk's stock one; the
+# plugin runs again with -metrics-listen, to show what counting costs.
 # BENCHFLAGS adds kong-standin flags, e.g. "-compare old/genderize
 # -compare-kong-yml old/kong.yml" to measure an earlier build alongside.
 bench: build $(DB)
@@ -118,6 +122,7 @@ bench: build $(DB)
 	$(GO) build -o $(BIN)/noop-gopdk ./testing/cmd/noop-gopdk
 	$(BIN)/kong-standin -bench -kong-yml kong/kong.yml -plugin $(BIN)/genderize \
 		-noop $(BIN)/noop -noop-stock $(BIN)/noop-gopdk \
+		-compare-args '-metrics-listen 127.0.0.1:0' \
 		-db $(abspath $(DB)) -conns 16 -duration 3s $(BENCHFLAGS)
 
 # Each fuzz target runs for FUZZTIME on its own (go test -fuzz takes one at a

@@ -212,6 +212,7 @@ func find(rows map[rowKey]row, key string, folded bool, country string) (row, bo
 // for a failing database. All names missing from the cache are looked up
 // together, in one query for up to 1024 keys.
 func (e *Engine) Predict(names []string, country string) ([]Prediction, error) {
+	hits := 0 // for CacheStats
 	out := make([]Prediction, len(names))
 	var misses []pending
 	var keys []string
@@ -225,6 +226,7 @@ func (e *Engine) Predict(names []string, country string) ([]Prediction, error) {
 		if e.cache != nil {
 			if a, ok := e.cache.Get(ck); ok {
 				a.fill(&out[i])
+				hits++
 				continue
 			}
 		}
@@ -234,6 +236,7 @@ func (e *Engine) Predict(names []string, country string) ([]Prediction, error) {
 		}
 		misses = append(misses, p)
 	}
+	e.countCache(hits, len(misses))
 	if len(misses) == 0 {
 		return out, nil
 	}

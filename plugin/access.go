@@ -74,6 +74,7 @@ func openShared(c *Config) (*dependencies, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.quotaField(), err)
 	}
+	store = timeStore(c.QuotaPolicy, store)
 	return &dependencies{
 		names:        names,
 		store:        store,
@@ -146,21 +147,25 @@ func (c *Config) ready() (*dependencies, bool) {
 // close the connection, which Kong answers with its own 500.
 func (c *Config) Access(kong *pdk.PDK) {
 	exited := false
+	var start time.Time // the first PDK answer, for the metrics
 	defer func() {
 		if p := recover(); p != nil {
 			slog.Error("genderize: panic while answering", "plugin", "genderize", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 			if !exited {
-				respond(kong, refusal(errInternal, reasonInternal, quota.Result{}))
+				d := refusal(errInternal, reasonInternal, quota.Result{})
+				observe(&d, start)
+				respond(kong, d)
 			}
 		}
 	}()
-	d := c.access(kong)
+	d := c.access(kong, &start)
 	exited = true
+	observe(&d, start)
 	respond(kong, d)
 }
 
 // access gathers the facts and decides; it answers nothing itself.
-func (c *Config) access(kong *pdk.PDK) decision {
+func (c *Config) access(kong *pdk.PDK, start *time.Time) decision {
 	if c.state == nil {
 		slog.Error("genderize: config not made by New", "plugin", "genderize")
 		return refusal(errInternal, reasonInternal, quota.Result{})
@@ -172,6 +177,7 @@ func (c *Config) access(kong *pdk.PDK) decision {
 	}
 	var f facts
 	line, err := requestLine(kong)
+	*start = started()
 	if err != nil {
 		return in.log.failed(in.now(), "get_var request", err)
 	}

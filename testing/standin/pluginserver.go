@@ -52,6 +52,7 @@ const maxFrame = 64 << 20
 // connection, connections kept alive in a pool between calls.
 type pluginServer struct {
 	path   string
+	args   []string // of the start command, after -kong-prefix
 	name   string
 	prefix string
 	socket string
@@ -124,14 +125,15 @@ func (c *serverConn) writeFrame(data []byte) error {
 
 // startPluginServer queries and starts the binary. prefix is the directory
 // given as -kong-prefix; the socket is prefix/<name>.socket as go-pdk
-// opens it.
-func startPluginServer(ctx context.Context, path, prefix string, poolSize int, log *slog.Logger) (*pluginServer, error) {
+// opens it. args follow -kong-prefix in the start command.
+func startPluginServer(ctx context.Context, path string, args []string, prefix string, poolSize int, log *slog.Logger) (*pluginServer, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("plugin server path %s: %w", path, err)
 	}
 	s := &pluginServer{
 		path:      abs,
+		args:      args,
 		name:      filepath.Base(abs),
 		prefix:    prefix,
 		socket:    filepath.Join(prefix, filepath.Base(abs)+".socket"),
@@ -202,7 +204,7 @@ func (s *pluginServer) supervise() {
 			s.mu.Unlock()
 			return
 		}
-		cmd := exec.Command(s.path, "-kong-prefix", s.prefix)
+		cmd := exec.Command(s.path, append([]string{"-kong-prefix", s.prefix}, s.args...)...)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		out, err := cmd.StdoutPipe()
 		if err == nil {

@@ -33,6 +33,10 @@ type Options struct {
 	// PluginPath is the plugin server binary; its file name is the
 	// plugin's name, as for Kong's pluginserver_names.
 	PluginPath string
+	// PluginArgs are added to the plugin server's start command after
+	// -kong-prefix, as in Kong's pluginserver_<name>_start_cmd (say
+	// -metrics-listen 127.0.0.1:9542); the -dump query gets none.
+	PluginArgs []string
 	// StandsFor is the name of the kong.yml plugin the server's plugin
 	// takes the place of; default its own name. The benchmark runs the
 	// no-op plugin in place of genderize this way.
@@ -120,7 +124,7 @@ func Start(ctx context.Context, opts Options) (*Standin, error) {
 		}
 		s.opts.Prefix, s.ownPrefix = dir, dir
 	}
-	srv, err := startPluginServer(ctx, opts.PluginPath, s.opts.Prefix, opts.PoolSize, opts.Logger)
+	srv, err := startPluginServer(ctx, opts.PluginPath, opts.PluginArgs, s.opts.Prefix, opts.PoolSize, opts.Logger)
 	if err != nil {
 		s.removePrefix()
 		return nil, err

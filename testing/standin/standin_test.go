@@ -274,7 +274,7 @@ func TestNoopServesOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	res := Load(context.Background(), s, LoadOptions{Conns: 4, Duration: time.Second, MaxRequests: 200, NamesPerRequest: 1, Request: func(int64) *Request { return request("name=a", nil) }})
+	res := Load(context.Background(), s, LoadOptions{Conns: 4, Duration: 30 * time.Second, MaxRequests: 200, NamesPerRequest: 1, Request: func(int64) *Request { return request("name=a", nil) }})
 	if res.Requests != 200 || res.Statuses[200] != 200 || res.MaxPDKCalls != 1 {
 		t.Errorf("load: %+v", res)
 	}

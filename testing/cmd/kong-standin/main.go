@@ -43,6 +43,7 @@ type flags struct {
 	debugHeaders                       bool
 	logLevel                           string
 	standsFor                          string
+	pluginArgs                         string
 
 	bench       bool
 	noop        string
@@ -54,6 +55,7 @@ type flags struct {
 	compare     string
 	compareYML  string
 	cacheOff    bool
+	compareArgs string
 }
 
 func run() error {
@@ -67,6 +69,8 @@ func run() error {
 	flag.StringVar(&f.realIPHeader, "real-ip-header", "X-Forwarded-For", "header carrying the client address from trusted peers (Kong real_ip_header)")
 	flag.IntVar(&f.maxURIArgs, "max-uri-args", 1000, "query arguments key-auth reads (Kong lua_max_uri_args)")
 	flag.BoolVar(&f.debugHeaders, "debug-headers", false, "add "+standin.HeaderPDKCalls+" and "+standin.HeaderPDKMethods+" to responses")
+	flag.StringVar(&f.pluginArgs, "plugin-args", "", "more arguments of the plugin server's start command, space-separated (e.g. '-metrics-listen 127.0.0.1:9542')")
+	flag.StringVar(&f.compareArgs, "compare-args", "", "-bench: also measure the plugin started with these more arguments, next to it without (e.g. '-metrics-listen 127.0.0.1:0')")
 	flag.StringVar(&f.standsFor, "stands-for", "", "name of the kong.yml plugin the -plugin binary replaces (default: its own name)")
 	flag.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	flag.BoolVar(&f.bench, "bench", false, "measure the protocol layer instead of serving")
@@ -139,6 +143,7 @@ func options(f flags, plugin, state string, log *slog.Logger) (standin.Options, 
 	return standin.Options{
 		Declarative:     decl,
 		PluginPath:      plugin,
+		PluginArgs:      strings.Fields(f.pluginArgs),
 		ConfigOverrides: overrides,
 		TrustedIPs:      trusted,
 		RealIPHeader:    f.realIPHeader,
@@ -176,6 +181,9 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 	for _, k := range s.DemoKeys() {
 		fmt.Printf("  curl -g '%s?name[]=anna&name[]=luca&apikey=%s'   # %s %s\n", base, url.QueryEscape(k.Key), k.Username, strings.Join(k.Tags, " "))
 	}
+	if addr := flagValue(opts.PluginArgs, "metrics-listen"); addr != "" {
+		fmt.Printf("  curl %s/metrics   # the plugin's Prometheus metrics\n", addr)
+	}
 	fmt.Println("Ctrl-C stops.")
 
 	select {
@@ -190,6 +198,20 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
+}
+
+// flagValue returns the value of -name (or --name) in args, "" if absent.
+func flagValue(args []string, name string) string {
+	for i, a := range args {
+		a = strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
+		if v, ok := strings.CutPrefix(a, name+"="); ok {
+			return v
+		}
+		if a == name && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
 }
 
 // benchNames are common names of several countries and scripts; single
@@ -236,6 +258,7 @@ func bench(ctx context.Context, f flags, log *slog.Logger) error {
 	type run struct {
 		label  string
 		plugin string
+		args   []string // more start-command arguments (-compare-args)
 		make   func(int64) *standin.Request
 		names  int
 		cap    int64
@@ -278,7 +301,16 @@ func bench(ctx context.Context, f flags, log *slog.Logger) error {
 		}
 		runs = append(runs, cacheOff...)
 	}
-	runs = append(runs, single1, batch100, refused)
+	var single1With, batch100With *run
+	if compare := strings.Fields(f.compareArgs); len(compare) > 0 {
+		// Each right after its counterpart: the two see the same moment
+		// of a shared machine.
+		single1With = &run{label: "genderize single +args", plugin: f.plugin, args: compare, make: single, names: 1, cap: f.maxRequests}
+		batch100With = &run{label: "genderize batch 100 +args", plugin: f.plugin, args: compare, make: batch, names: 100, cap: f.maxRequests / 20}
+		runs = append(runs, single1, single1With, batch100, batch100With, refused)
+	} else {
+		runs = append(runs, single1, batch100, refused)
+	}
 	defer func() {
 		for _, r := range runs {
 			if r.s != nil {
@@ -296,6 +328,10 @@ func bench(ctx context.Context, f flags, log *slog.Logger) error {
 			return err
 		}
 		opts.StandsFor = "genderize"
+		if r.plugin != f.plugin {
+			opts.PluginArgs = nil // -plugin-args are the plugin's, not the no-ops'
+		}
+		opts.PluginArgs = append(opts.PluginArgs, r.args...)
 		// The bench measures the protocol, not the limits: lift the
 		// throttle and give the key's plan room for the whole run.
 		opts.ConfigOverrides["throttle_rate"] = 1000000
@@ -334,7 +370,7 @@ func bench(ctx context.Context, f flags, log *slog.Logger) error {
 		}
 	}
 	fmt.Printf("protocol benchmark: %d connections, %v per run in %d alternating rounds, key %s, no HTTP in the measured path\n", f.conns, f.duration, rounds, key)
-	fmt.Printf("%-22s %10s %10s %12s %10s %10s %6s %12s %12s  %s\n", "run", "requests", "req/s", "names/s", "p50", "p99", "pdk", "plugin cpu", "kong cpu", "statuses")
+	fmt.Printf("%-25s %10s %10s %12s %10s %10s %6s %12s %12s  %s\n", "run", "requests", "req/s", "names/s", "p50", "p99", "pdk", "plugin cpu", "kong cpu", "statuses")
 	for _, r := range runs {
 		res := r.result
 		statuses := make([]string, 0, len(res.Statuses))
@@ -342,7 +378,7 @@ func bench(ctx context.Context, f flags, log *slog.Logger) error {
 			statuses = append(statuses, fmt.Sprintf("%d:%d", st, n))
 		}
 		slices.Sort(statuses)
-		fmt.Printf("%-22s %10d %10.0f %12.0f %10v %10v %6d %10.0fµs %10.0fµs  %s\n", r.label, res.Requests, res.RequestsPerSecond(), res.NamesPerSecond(),
+		fmt.Printf("%-25s %10d %10.0f %12.0f %10v %10v %6d %10.0fµs %10.0fµs  %s\n", r.label, res.Requests, res.RequestsPerSecond(), res.NamesPerSecond(),
 			res.P50.Round(time.Microsecond), res.P99.Round(time.Microsecond), res.MaxPDKCalls,
 			perRequest(r.pluginCPU, res.Requests), perRequest(r.standinCPU, res.Requests), strings.Join(statuses, " "))
 	}
@@ -368,7 +404,14 @@ func bench(ctx context.Context, f flags, log *slog.Logger) error {
 			single1.result.RequestsPerSecond()/before[0].result.RequestsPerSecond(), batch100.result.RequestsPerSecond()/before[1].result.RequestsPerSecond())
 	}
 	fmt.Printf("protocol alone (%d PDK calls, request refused before quota and engine) = %.0f%% of the no-op baseline\n", refused.result.MaxPDKCalls, refused.result.RequestsPerSecond()/floor*100)
-	for _, r := range append([]*run{single1, batch100}, cacheOff...) {
+	checked := append([]*run{single1, batch100}, cacheOff...)
+	if single1With != nil {
+		fmt.Printf("with %s: single-name req/s = %.1f%%, batch-100 names/s = %.1f%% of the plugin without\n", f.compareArgs,
+			single1With.result.RequestsPerSecond()/single1.result.RequestsPerSecond()*100,
+			batch100With.result.NamesPerSecond()/batch100.result.NamesPerSecond()*100)
+		checked = append(checked, single1With, batch100With)
+	}
+	for _, r := range checked {
 		if r.result.Statuses[http.StatusOK] != r.result.Requests {
 			return fmt.Errorf("%s: not every request succeeded: %v", r.label, r.result.Statuses)
 		}

@@ -193,12 +193,12 @@ func kongConfig(t testing.TB, dir string, cfg nodeConfig, mutate func(*standin.D
 
 func startNode(t testing.TB, cfg nodeConfig) *node {
 	t.Helper()
-	return startNodeWith(t, cfg, pluginBin, nil)
+	return startNodeWith(t, cfg, nil, nil)
 }
 
-// startNodeWith starts a node running the plugin binary bin, its kong.yml
-// changed by mutate.
-func startNodeWith(t testing.TB, cfg nodeConfig, bin string, mutate func(*standin.Declarative)) *node {
+// startNodeWith starts a node whose plugin server gets pluginArgs, its
+// kong.yml changed by mutate.
+func startNodeWith(t testing.TB, cfg nodeConfig, pluginArgs []string, mutate func(*standin.Declarative)) *node {
 	t.Helper()
 	if cfg.quotaPath == "" {
 		cfg.quotaPath = filepath.Join(t.TempDir(), "quota.db")
@@ -220,7 +220,8 @@ func startNodeWith(t testing.TB, cfg nodeConfig, bin string, mutate func(*standi
 	defer cancel()
 	s, err := standin.Start(ctx, standin.Options{
 		Declarative: decl,
-		PluginPath:  bin,
+		PluginPath:  pluginBin,
+		PluginArgs:  pluginArgs,
 		// X-Forwarded-For from 127.0.0.1 stands for key-less callers'
 		// addresses.
 		TrustedIPs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},

@@ -95,6 +95,7 @@ type Redis struct {
 	closed      bool
 	probeActive bool
 	maxFallback int // maxFallbackCounters; lowered by tests
+	lastSweep   time.Time
 }
 
 // fallbackKey is one caller's counter in one window, as the Redis key names
@@ -240,9 +241,10 @@ func (s *Redis) AllowN(ctx context.Context, key string, limit int, w Window, n i
 			if err == nil {
 				return r, nil
 			}
-			if ctx.Err() != nil {
+			if errors.Is(ctx.Err(), context.Canceled) {
 				// The caller gave up (Kong closed the request): not
-				// Redis's failure.
+				// Redis's failure. A deadline of the caller's, though,
+				// is Redis being too slow, as the store's own timeout.
 				return Result{}, fmt.Errorf("redis quota: %w", ctx.Err())
 			}
 			s.markDown(err)
@@ -292,10 +294,14 @@ func (s *Redis) allowFallback(key string, limit int, w Window, n int) (_ Result,
 	k := fallbackKey{key, w.Start.Unix(), w.End.Unix()}
 	used, known := s.fallback[k]
 	if !known && n > 0 && len(s.fallback) >= s.maxFallback {
-		now := w.Now.Unix()
-		for c := range s.fallback {
-			if c.end <= now {
-				delete(s.fallback, c)
+		// A full table is swept for ended windows at most once a second:
+		// every new caller of a flood must not cost a sweep under mu.
+		if now := time.Now(); now.Sub(s.lastSweep) >= time.Second {
+			s.lastSweep = now
+			for c := range s.fallback {
+				if c.end <= w.Now.Unix() {
+					delete(s.fallback, c)
+				}
 			}
 		}
 		if len(s.fallback) >= s.maxFallback {

@@ -131,3 +131,28 @@ func TestRedisCluster(t *testing.T) {
 		t.Fatalf("Reset = %d, %v", n, err)
 	}
 }
+
+// Sentinel: the store asks the sentinels for the master and counts there.
+func TestRedisSentinel(t *testing.T) {
+	master := redisserver.Run(t, redisserver.Options{})
+	sentinel := redisserver.Run(t, redisserver.Options{SentinelFor: master})
+	s, err := OpenRedis(Options{Redis: RedisOptions{
+		SentinelMaster:    redisserver.SentinelMaster,
+		SentinelAddresses: "127.0.0.1:1, " + sentinel.Addr, // the first one is down
+		Timeout:           time.Second,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	w := Month(time.Now())
+	if r := allow(t, s, "consumer:a", 10, w, 4); r.Allowed != 4 || r.Remaining != 6 {
+		t.Fatalf("%+v", r)
+	}
+	if v := redisCounter(t, inspectClient(t, master), "consumer:a", w); v != 4 {
+		t.Fatalf("the master counts %d, want 4", v)
+	}
+	if got, err := s.Usage(context.Background(), "consumer:"); err != nil || len(got) != 1 || got[0].Used != 4 {
+		t.Fatalf("Usage = %+v, %v", got, err)
+	}
+}

@@ -259,12 +259,13 @@ func TestRedisFallbackBounded(t *testing.T) {
 	if r := allow(t, s, "ip:192.0.2.5", 10, w, 0); r.Remaining != 10 {
 		t.Fatalf("peek: %+v", r)
 	}
-	// Counters of ended windows make room.
+	// Counters of ended windows make room, at the next sweep.
 	old := Fixed(time.Now().Add(-48*time.Hour), time.Hour)
 	s.mu.Lock()
 	s.fallback = map[fallbackKey]int{{"ip:192.0.2.1", old.Start.Unix(), old.End.Unix()}: 1}
 	s.fallback[fallbackKey{"ip:192.0.2.2", old.Start.Unix(), old.End.Unix()}] = 1
 	s.fallback[fallbackKey{"ip:192.0.2.3", old.Start.Unix(), old.End.Unix()}] = 1
+	s.lastSweep = time.Time{} // the last sweep was over a second ago
 	s.mu.Unlock()
 	if r := allow(t, s, "ip:192.0.2.4", 10, w, 1); r.Allowed != 1 {
 		t.Fatalf("after pruning: %+v", r)
@@ -482,5 +483,37 @@ func TestRedisTLS(t *testing.T) {
 			t.Errorf("%s: %v", tc.name, err)
 		}
 		s.Close()
+	}
+}
+
+// The plugin bounds a request with a deadline of its own, as long as the
+// store's timeout: when it expires on a hung Redis, that is Redis's
+// failure (fallback, or ErrUnavailable), not a caller that went away.
+func TestRedisCallerDeadline(t *testing.T) {
+	for _, ft := range []bool{true, false} {
+		srv := redisserver.Run(t, redisserver.Options{})
+		s := openTestRedis(t, srv.Addr, ft)
+		w := Month(time.Now())
+		allow(t, s, "consumer:a", 10, w, 1)
+		if err := srv.Pause(); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+		r, err := s.AllowN(ctx, "consumer:a", 10, w, 1)
+		cancel()
+		srv.Resume()
+		if ft && (err != nil || r.Allowed != 1) {
+			t.Errorf("fault tolerant, caller's deadline on a hung Redis: %+v, %v", r, err)
+		}
+		if !ft && !errors.Is(err, ErrUnavailable) {
+			t.Errorf("caller's deadline on a hung Redis: %v, want ErrUnavailable", err)
+		}
+		// A caller that cancels is not an outage.
+		waitUp(t, s)
+		ctx, cancel = context.WithCancel(context.Background())
+		cancel()
+		if _, err := s.AllowN(ctx, "consumer:a", 10, w, 1); !errors.Is(err, context.Canceled) || s.down.Load() {
+			t.Errorf("cancelled caller: %v, down %v", err, s.down.Load())
+		}
 	}
 }

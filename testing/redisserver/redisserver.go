@@ -37,7 +37,13 @@ type Options struct {
 	// and TLSServerName signed by a CA of its own (CAFile); clients are
 	// not asked for certificates.
 	TLS bool
+	// SentinelFor, when set, runs a Sentinel (not a data server)
+	// monitoring that server under the master name SentinelMaster.
+	SentinelFor *Server
 }
+
+// SentinelMaster is the master name a Sentinel of this package monitors.
+const SentinelMaster = "genderize"
 
 // Server is one redis-server process, stopped and started again on the same
 // port as tests need.
@@ -140,6 +146,17 @@ func (s *Server) Start() error {
 		return fmt.Errorf("redis-server on %s: already running", s.Addr)
 	}
 	port := []string{"--port", strconv.Itoa(s.Port)}
+	if m := s.opts.SentinelFor; m != nil {
+		// Sentinel rewrites its configuration file: it must be one.
+		conf := filepath.Join(s.dir, "sentinel.conf")
+		if _, err := os.Stat(conf); err != nil {
+			text := fmt.Sprintf("sentinel monitor %s 127.0.0.1 %d 1\nsentinel down-after-milliseconds %s 1000\n", SentinelMaster, m.Port, SentinelMaster)
+			if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+				return err
+			}
+		}
+		port = append([]string{conf, "--sentinel"}, port...)
+	}
 	if s.opts.TLS {
 		port = []string{"--port", "0", "--tls-port", strconv.Itoa(s.Port),
 			"--tls-cert-file", "server.crt", "--tls-key-file", "server.key",
@@ -153,9 +170,11 @@ func (s *Server) Start() error {
 		"--daemonize", "no",
 		"--save", "",
 	)
-	if s.opts.Persist {
+	switch {
+	case s.opts.SentinelFor != nil:
+	case s.opts.Persist:
 		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
-	} else {
+	default:
 		args = append(args, "--appendonly", "no")
 	}
 	if s.opts.Password != "" {

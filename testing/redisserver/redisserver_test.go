@@ -76,3 +76,13 @@ func TestTLS(t *testing.T) {
 		t.Fatal("plain-text PING answered on the TLS port")
 	}
 }
+
+func TestSentinel(t *testing.T) {
+	master := Run(t, Options{})
+	s := Run(t, Options{SentinelFor: master})
+	reply, err := s.command("SENTINEL", "get-master-addr-by-name", SentinelMaster)
+	// An array reply: command reads its first line only.
+	if err != nil || !strings.HasPrefix(reply, "*2") {
+		t.Fatalf("SENTINEL get-master-addr-by-name: %q %v", reply, err)
+	}
+}

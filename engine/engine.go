@@ -39,8 +39,8 @@ const DefaultCacheEntries = 100_000
 
 // Options tune an Engine.
 type Options struct {
-	// CacheEntries is how many answers, per (country, key), the cache
-	// keeps; 0 means DefaultCacheEntries, a negative value disables it.
+	// CacheEntries is how many answers, per (country, name as sent),
+	// the cache keeps; 0 means DefaultCacheEntries, a negative value disables it.
 	CacheEntries int64
 }
 
@@ -215,20 +215,20 @@ func (e *Engine) Predict(names []string, country string) ([]Prediction, error) {
 	out := make([]Prediction, len(names))
 	var misses []pending
 	var keys []string
+	var ck cacheKey
 	for i, name := range names {
 		out[i] = Prediction{Name: name, CountryID: country}
-		key := namekey.Key(name)
-		if key == "" {
-			continue
-		}
-		ck := country + "\x00" + key
 		if e.cache != nil {
-			if a, ok := e.cache.Get(ck); ok {
+			if a, ok := e.cache.Get(ck.view(country, name)); ok {
 				a.fill(&out[i])
 				continue
 			}
 		}
-		p := pending{index: i, cacheKey: ck, cands: candidates(name, key, make([]candidate, 0, 4))}
+		key := namekey.Key(name)
+		if key == "" {
+			continue
+		}
+		p := pending{index: i, cacheKey: ck.String(), cands: candidates(name, key, make([]candidate, 0, 4))}
 		for _, c := range p.cands {
 			keys = append(keys, c.key)
 		}

@@ -50,6 +50,7 @@ type Engine struct {
 	path  string
 	db    *sql.DB
 	cache *ristretto.Cache[string, answer] // nil when disabled
+	front *front                           // before cache; nil when it is
 	stmts []*sql.Stmt                      // stmts[i] looks up batchSizes[i] keys
 }
 
@@ -142,6 +143,7 @@ func (e *Engine) init(opts Options) error {
 			return fmt.Errorf("create cache: %w", err)
 		}
 		e.cache = cache
+		e.front = newFront(cacheMetrics)
 	}
 	return nil
 }
@@ -219,7 +221,7 @@ func (e *Engine) Predict(names []string, country string) ([]Prediction, error) {
 	for i, name := range names {
 		out[i] = Prediction{Name: name, CountryID: country}
 		if e.cache != nil {
-			if a, ok := e.cache.Get(ck.view(country, name)); ok {
+			if a, ok := e.cached(ck.view(country, name)); ok {
 				a.fill(&out[i])
 				continue
 			}
@@ -244,9 +246,7 @@ func (e *Engine) Predict(names []string, country string) ([]Prediction, error) {
 	for _, p := range misses {
 		a := decide(p.cands, rows, country)
 		a.fill(&out[p.index])
-		if e.cache != nil {
-			e.cache.Set(p.cacheKey, a, 1)
-		}
+		e.remember(p.cacheKey, a)
 	}
 	return out, nil
 }

@@ -26,10 +26,10 @@ func buildSmall(t *testing.T, path string, female, male int64, built string) {
 	stmts := []string{schema.SQL,
 		"INSERT INTO meta VALUES ('schema_version', '" + schema.VersionString + "'), ('built_at', '" + built + "')",
 		"INSERT INTO countries VALUES ('FR', 201, 1000, 1.0)",
-		fmt.Sprintf("INSERT INTO names VALUES ('maria', '', 0, %d, %d, %g, 'FR')", female, male, float64(female)/float64(female+male)),
+		fmt.Sprintf("INSERT INTO names VALUES ('maria', '', 0, %d, %d, %g, 'FR', %d)", female, male, float64(female)/float64(female+male), female+male),
 	}
 	stmts = append(stmts, `WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i+1 FROM n WHERE i < 199)
-		INSERT INTO names SELECT printf('filler%03d', i) || '`+strings.Repeat("x", 40)+`', '', 0, 3, 1, 0.75, 'FR' FROM n`)
+		INSERT INTO names SELECT printf('filler%03d', i) || '`+strings.Repeat("x", 40)+`', '', 0, 3, 1, 0.75, 'FR', 4 FROM n`)
 	mustExec(t, tmp, stmts...)
 	if err := os.Rename(tmp, path); err != nil {
 		t.Fatal(err)

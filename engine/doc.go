@@ -35,7 +35,8 @@
 // Each key is one indexed read: the database stores the folded keys and the
 // pooled global counts precomputed, and all the keys of a batch go to
 // SQLite in one query (key IN (...)). Answers are cached per (country,
-// normalised name) in a ristretto cache, unknown names included.
+// name as sent) in a ristretto cache, unknown names included, with a small
+// bounded layer in front of it for the hottest names (see front).
 //
 // # Probability
 //

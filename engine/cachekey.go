@@ -2,31 +2,25 @@ package engine
 
 import "unsafe"
 
-// cacheKey builds the cache's keys: country, a NUL, then the name exactly
-// as the client sent it. The name as sent rather than its lookup key,
-// because the answer depends on more than the key (candidates reads the
-// name's capitals: "DUPONT Marie" is tried as Marie, "dupont marie" is
-// not), and because a hit then costs no normalisation at all. Country is
-// "" or two letters, so the NUL makes every key unambiguous.
+// The cache's keys are the country, a NUL, then the name exactly as the
+// client sent it. The name as sent rather than its lookup key, because
+// the answer depends on more than the key (candidates reads the name's
+// capitals: "DUPONT Marie" is tried as Marie, "dupont marie" is not), and
+// because a hit then costs no normalisation at all. Country is "" or two
+// letters, so the NUL makes every key unambiguous.
 //
-// One buffer serves every name of a Predict call: view makes no string.
-type cacheKey struct {
-	buf []byte
+// Predict builds each key in one buffer on its stack (keyBufferSize fits
+// a country, a NUL and most names) and looks it up through a view of that
+// buffer: a hit in the front layer allocates nothing. What keeps a key
+// (the front layer, ristretto) copies it first.
+const keyBufferSize = 64
+
+// appendCacheKey appends the cache key of name in country to dst.
+func appendCacheKey(dst []byte, country, name string) []byte {
+	return append(append(append(dst, country...), 0), name...)
 }
 
-// view returns the key of name in country as a string that shares the
-// buffer and is valid until the next view. Ristretto's Get keeps only the
-// two hashes it computes from a key (the cache stores no keys), so a view
-// is enough for Get; Set needs String.
-func (k *cacheKey) view(country, name string) string {
-	if k.buf == nil {
-		k.buf = make([]byte, 0, 64)
-	}
-	k.buf = append(append(append(k.buf[:0], country...), 0), name...)
-	return unsafe.String(unsafe.SliceData(k.buf), len(k.buf))
-}
-
-// String returns a copy of the last view's key.
-func (k *cacheKey) String() string {
-	return string(k.buf)
+// keyView is b as a string, without a copy: valid while b is unchanged.
+func keyView(b []byte) string {
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }

@@ -217,11 +217,13 @@ func (e *Engine) Predict(names []string, country string) ([]Prediction, error) {
 	out := make([]Prediction, len(names))
 	var misses []pending
 	var keys []string
-	var ck cacheKey
+	var keyBuf [keyBufferSize]byte
+	ck := keyBuf[:0]
 	for i, name := range names {
 		out[i] = Prediction{Name: name, CountryID: country}
 		if e.cache != nil {
-			if a, ok := e.cached(ck.view(country, name)); ok {
+			ck = appendCacheKey(ck[:0], country, name)
+			if a, ok := e.cached(keyView(ck)); ok {
 				a.fill(&out[i])
 				continue
 			}
@@ -230,7 +232,7 @@ func (e *Engine) Predict(names []string, country string) ([]Prediction, error) {
 		if key == "" {
 			continue
 		}
-		p := pending{index: i, cacheKey: ck.String(), cands: candidates(name, key, make([]candidate, 0, 4))}
+		p := pending{index: i, cacheKey: string(ck), cands: candidates(name, key, make([]candidate, 0, 4))}
 		for _, c := range p.cands {
 			keys = append(keys, c.key)
 		}

@@ -39,8 +39,9 @@ const DefaultCacheEntries = 100_000
 
 // Options tune an Engine.
 type Options struct {
-	// CacheEntries is how many answers, per (country, name as sent),
-	// the cache keeps; 0 means DefaultCacheEntries, a negative value disables it.
+	// CacheEntries is how many answers, per (country, name as sent), the
+	// cache keeps; 0 means DefaultCacheEntries, a negative value disables
+	// it. A front layer of at most frontSlots hot answers comes with it.
 	CacheEntries int64
 }
 

@@ -34,7 +34,8 @@
 // pooled global counts precomputed, and all the keys of a batch go to
 // SQLite in one query (key IN (...)), joined with the (key, country) rows
 // the origin of full names needs (below). Answers are cached per (country,
-// normalised name) in a ristretto cache, unknown names included.
+// name as sent) in a ristretto cache, unknown names included, with a small
+// bounded layer in front of it for the hottest names (see front).
 //
 // # Probability
 //

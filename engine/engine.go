@@ -39,8 +39,9 @@ const DefaultCacheEntries = 100_000
 
 // Options tune an Engine.
 type Options struct {
-	// CacheEntries is how many answers, per (country, key), the cache
-	// keeps; 0 means DefaultCacheEntries, a negative value disables it.
+	// CacheEntries is how many answers, per (country, name as sent), the
+	// cache keeps; 0 means DefaultCacheEntries, a negative value disables
+	// it. A front layer of at most frontSlots hot answers comes with it.
 	CacheEntries int64
 }
 
@@ -50,6 +51,7 @@ type Engine struct {
 	path  string
 	db    *sql.DB
 	cache *ristretto.Cache[string, answer] // nil when disabled
+	front *front                           // before cache; nil when it is
 	stmts []*sql.Stmt                      // stmts[i] looks up batchSizes[i] keys
 	extra extraStmts                       // lookups with (key, country) pairs, prepared on first use
 	spell spellIndex                       // crossing scripts (see candidates_spell.go), built from Open in the background
@@ -145,6 +147,7 @@ func (e *Engine) init(opts Options) error {
 			return fmt.Errorf("create cache: %w", err)
 		}
 		e.cache = cache
+		e.front = newFront(cacheMetrics)
 	}
 	return nil
 }
@@ -222,21 +225,23 @@ func (e *Engine) Predict(names []string, country string) ([]Prediction, error) {
 	var misses []pending
 	var keys []string
 	var pairs []pair
+	var keyBuf [keyBufferSize]byte
+	ck := keyBuf[:0]
 	for i, name := range names {
 		out[i] = Prediction{Name: name, CountryID: country}
-		key := namekey.Key(name)
-		if key == "" {
-			continue
-		}
-		ck := country + "\x00" + key
 		if e.cache != nil {
-			if a, ok := e.cache.Get(ck); ok {
+			ck = appendCacheKey(ck[:0], country, name)
+			if a, ok := e.cached(keyView(ck)); ok {
 				a.fill(&out[i])
 				hits++
 				continue
 			}
 		}
-		p := pending{index: i, cacheKey: ck, plan: makePlan(name, key, e.spelling)}
+		key := namekey.Key(name)
+		if key == "" {
+			continue
+		}
+		p := pending{index: i, cacheKey: string(ck), plan: makePlan(name, key, e.spelling)}
 		for _, c := range p.plan.cands {
 			keys = append(keys, c.key)
 		}
@@ -283,9 +288,7 @@ func (e *Engine) Predict(names []string, country string) ([]Prediction, error) {
 // settle fills a missed name's prediction and caches it.
 func (e *Engine) settle(p *pending, a answer, out []Prediction) {
 	a.fill(&out[p.index])
-	if e.cache != nil {
-		e.cache.Set(p.cacheKey, a, 1)
-	}
+	e.remember(p.cacheKey, a)
 }
 
 // minCompoundRecords is the support a multi-word key needs to answer

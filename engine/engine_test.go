@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/genderize-kong/genderize/schema"
-	"github.com/genderize-kong/genderize/schema/namekey"
 )
 
 // dbPath is the real name database the tests run on: $GENDERIZE_DB (set by
@@ -294,7 +293,7 @@ func TestCacheAgrees(t *testing.T) {
 		}
 		cached.cache.Wait()
 		for _, name := range names[:3] {
-			if _, ok := cached.cache.Get(country + "\x00" + namekey.Key(name)); !ok {
+			if _, ok := cached.cache.Get(country + "\x00" + name); !ok {
 				t.Errorf("%q in %q not cached", name, country)
 			}
 		}
@@ -309,6 +308,37 @@ func TestCacheAgrees(t *testing.T) {
 		for i := range names {
 			if first[i] != want[i] || again[i] != want[i] {
 				t.Errorf("%q in %q: first %+v, cached %+v, database %+v", names[i], country, first[i], again[i], want[i])
+			}
+		}
+	}
+}
+
+// TestCacheKeepsSpellingsApart: the answer depends on the name as sent,
+// not only on its key ("DUPONT Marie" is read surname first, "dupont
+// marie" is not), so a cached answer for one spelling never answers
+// another, whichever came first.
+func TestCacheKeepsSpellingsApart(t *testing.T) {
+	direct := openTest(t, Options{CacheEntries: -1})
+	pairs := [][]string{{"dupont marie", "DUPONT Marie"}, {"DUPONT Marie", "dupont marie"}}
+	for _, order := range pairs {
+		want, err := direct.Predict(order, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want[0] == (Prediction{Name: want[0].Name}) == (want[1] == (Prediction{Name: want[1].Name})) {
+			t.Fatalf("the data no longer tells %q from %q: %+v", order[0], order[1], want)
+		}
+		cached := openTest(t, Options{CacheEntries: 1000})
+		for i, name := range order {
+			for range 2 { // the second answer comes from the cache
+				got, err := cached.Predict([]string{name}, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				cached.cache.Wait()
+				if got[0] != want[i] {
+					t.Errorf("%q after %q: got %+v, want %+v", name, order[0], got[0], want[i])
+				}
 			}
 		}
 	}

@@ -70,6 +70,22 @@ func AppendJSONArray(dst []byte, ps []Prediction) []byte {
 }
 
 func appendProbability(dst []byte, p float64) []byte {
+	// Every probability the engine gives is rounded to two decimals:
+	// those are written directly, in the bytes strconv's shortest form
+	// gives them (a float64 c/100 has no shorter decimal that reads back
+	// as it), at a tenth of its cost.
+	if p >= 0 && p <= 1 {
+		if c := int(p*100 + 0.5); float64(c)/100 == p {
+			switch {
+			case c == 100:
+				return append(dst, "1.0"...)
+			case c%10 == 0:
+				return append(dst, '0', '.', byte('0'+c/10))
+			default:
+				return append(dst, '0', '.', byte('0'+c/10), byte('0'+c%10))
+			}
+		}
+	}
 	start := len(dst)
 	dst = strconv.AppendFloat(dst, p, 'f', -1, 64)
 	for _, c := range dst[start:] {

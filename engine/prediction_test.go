@@ -1,7 +1,10 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -41,4 +44,63 @@ func TestAppendJSONArray(t *testing.T) {
 	if got := string(AppendJSONArray(nil, nil)); got != "[]" {
 		t.Fatalf("empty array = %s", got)
 	}
+}
+
+// TestAppendProbability: the two-decimal shortcut writes what strconv's
+// shortest form does, for every two-decimal probability and for values
+// it must leave to strconv.
+func TestAppendProbability(t *testing.T) {
+	strconvForm := func(p float64) string {
+		s := strconv.FormatFloat(p, 'f', -1, 64)
+		if !strings.Contains(s, ".") {
+			s += ".0"
+		}
+		return s
+	}
+	var ps []float64
+	for c := range 101 {
+		ps = append(ps, round2(float64(c)/100), float64(c)/100)
+	}
+	ps = append(ps, 0.125, 0.995, 0.3333333, 1e-9, 1.5, -0.25, 0.07000000000000001)
+	for _, p := range ps {
+		if got, want := string(appendProbability(nil, p)), strconvForm(p); got != want {
+			t.Errorf("appendProbability(%v) = %s, want %s", p, got, want)
+		}
+	}
+}
+
+// BenchmarkAppendJSONArray encodes a batch of 100 answers; the
+// probabilities sub-benchmarks write only their 100 probabilities, with
+// the shortcut and with strconv as before it (its baseline).
+func BenchmarkAppendJSONArray(b *testing.B) {
+	ps := make([]Prediction, 100)
+	for i := range ps {
+		ps[i] = Prediction{Name: "Alexandra", Gender: Female, Probability: round2(0.5 + float64(i)/200), Count: int64(1000 * i)}
+	}
+	buf := make([]byte, 0, 80*len(ps))
+	b.Run("array", func(b *testing.B) {
+		for b.Loop() {
+			buf = AppendJSONArray(buf[:0], ps)
+		}
+	})
+	b.Run("probabilities-shortcut", func(b *testing.B) {
+		for b.Loop() {
+			buf = buf[:0]
+			for _, p := range ps {
+				buf = appendProbability(buf, p.Probability)
+			}
+		}
+	})
+	b.Run("probabilities-strconv", func(b *testing.B) {
+		for b.Loop() {
+			buf = buf[:0]
+			for _, p := range ps {
+				start := len(buf)
+				buf = strconv.AppendFloat(buf, p.Probability, 'f', -1, 64)
+				if !bytes.Contains(buf[start:], []byte(".")) {
+					buf = append(buf, ".0"...)
+				}
+			}
+		}
+	})
 }

@@ -267,6 +267,8 @@ func respond(kong *pdk.PDK, d decision) {
 	// Kong does not answer an Exit in the access phase: the error is the
 	// connection closing, as with go-pdk's Exit, which ignores it too.
 	_ = kong.Response.Ask("kong.response.exit", exitArgs(&d), nil)
+	// Ask has encoded the body into the frame it sent: the buffer is free.
+	releaseBody(d.pooledBody)
 	// Exit closes the connection to Kong: nothing may follow it.
 	kong.Response.Close()
 }

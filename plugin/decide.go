@@ -77,6 +77,9 @@ func (r reason) String() string {
 type decision struct {
 	status int
 	body   []byte
+	// pooledBody, when set, holds body for the pool of bodies: respond
+	// gives it back once Exit has sent it.
+	pooledBody *[]byte
 	// rate is the caller's window as far as it is known: limit and reset
 	// always once the caller is known, remaining once the store said it.
 	rate quota.Result
@@ -234,13 +237,13 @@ func (c *Config) decide(deps *dependencies, f *facts, now time.Time) (d decision
 		// Some names are left, fewer than asked for: retry with fewer.
 		return refusal(errTooLow, reasonBatchTooLarge, state)
 	}
-	var body []byte
+	buf := newBody()
 	if q.batch {
-		body = engine.AppendJSONArray(make([]byte, 0, 80*len(predictions)), predictions)
+		*buf = engine.AppendJSONArray((*buf)[:0], predictions)
 	} else {
-		body = predictions[0].AppendJSON(make([]byte, 0, 80))
+		*buf = predictions[0].AppendJSON((*buf)[:0])
 	}
-	return decision{status: 200, body: body, rate: state, names: len(predictions)}
+	return decision{status: 200, body: *buf, pooledBody: buf, rate: state, names: len(predictions)}
 }
 
 // answerMethod answers a request that is not a GET: a CORS preflight

@@ -4,6 +4,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/Kong/go-pdk/server/kong_plugin_protocol"
@@ -123,4 +124,24 @@ func wholeSeconds(d time.Duration) int64 {
 		return 0
 	}
 	return int64(math.Ceil(d.Seconds()))
+}
+
+// bodies are the buffers answers are encoded into: a batch of 100 names
+// is about 7 KB of JSON, made for every answer and dropped as soon as
+// Exit has copied it into its frame. Buffers grown past maxPooledBody
+// (very long names) are left to the collector.
+var bodies = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+const maxPooledBody = 64 << 10
+
+func newBody() *[]byte { return bodies.Get().(*[]byte) }
+
+// releaseBody returns b to the pool; nil is ignored. Nothing may use the
+// body after.
+func releaseBody(b *[]byte) {
+	if b == nil || cap(*b) > maxPooledBody {
+		return
+	}
+	*b = (*b)[:0]
+	bodies.Put(b)
 }

@@ -251,11 +251,16 @@ func requestLine(kong *pdk.PDK) (string, error) {
 	return unsafe.String(unsafe.SliceData(out.V), len(out.V)), nil
 }
 
-// splitRequestLine returns the method and the raw query (after the first
-// '?' of the target, as nginx's $args) of a request line.
+// splitRequestLine returns the method and the raw query of a request line
+// as nginx's $args, which key-auth reads: the target starts after any run
+// of spaces, the query after its first '?', and a fragment ('#' on) is
+// not part of it. Reading more than $args would let names and keys that
+// Kong never saw into the answer and the consumer cache.
 func splitRequestLine(line string) (method, query string) {
 	method, target, _ := strings.Cut(line, " ")
+	target = strings.TrimLeft(target, " ")
 	target, _, _ = strings.Cut(target, " ")
+	target, _, _ = strings.Cut(target, "#")
 	_, query, _ = strings.Cut(target, "?")
 	return method, query
 }

@@ -184,6 +184,13 @@ func TestSplitRequestLine(t *testing.T) {
 		{"GET /?name=\xff\xfe HTTP/1.1", "GET", "name=\xff\xfe"},
 		{"GET http://example.com/?name=x HTTP/1.1", "GET", "name=x"},
 		{"GET /?name=x", "GET", "name=x"}, // HTTP/0.9
+		// nginx skips spaces before the target and ends $args at a
+		// fragment: key-auth never sees what follows '#'.
+		{"GET   /?name=x&apikey=k HTTP/1.1", "GET", "name=x&apikey=k"},
+		{"GET /?name=x#&apikey=k HTTP/1.1", "GET", "name=x"},
+		{"GET /?name=x#a?b HTTP/1.1", "GET", "name=x"},
+		{"GET /#?name=x HTTP/1.1", "GET", ""},
+		{"GET http://example.com/?name=x#y HTTP/1.1", "GET", "name=x"},
 		{"", "", ""},
 	} {
 		m, q := splitRequestLine(tt.line)

@@ -182,3 +182,17 @@ func TestRawBytesInStrings(t *testing.T) {
 		t.Errorf("valid string: %q %v", s.V, err)
 	}
 }
+
+func TestNginxArgs(t *testing.T) {
+	for _, tt := range []struct{ target, args string }{
+		{"/?name=x&apikey=k", "name=x&apikey=k"},
+		{"/", ""},
+		{"/?name=x#&apikey=k", "name=x"},
+		{"/#?name=x", ""},
+		{"http://example.com/?name=x#y", "name=x"},
+	} {
+		if got := nginxArgs(tt.target); got != tt.args {
+			t.Errorf("%q: %q, want %q", tt.target, got, tt.args)
+		}
+	}
+}

@@ -406,6 +406,15 @@ func (s *Standin) handle(ctx context.Context, r *Request) *Response {
 	return resp
 }
 
+// nginxArgs is nginx's $args for a request target: after the first '?',
+// up to a fragment. Go's server keeps a fragment in URL.RawQuery, so
+// key-auth here would otherwise read arguments nginx drops.
+func nginxArgs(target string) string {
+	target, _, _ = strings.Cut(target, "#")
+	_, args, _ := strings.Cut(target, "?")
+	return args
+}
+
 // ServeHTTP is Kong's proxy listener.
 func (s *Standin) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(hr.Body, 1<<20))
@@ -417,7 +426,7 @@ func (s *Standin) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 		Method:      hr.Method,
 		Scheme:      "http",
 		Path:        hr.URL.Path,
-		RawQuery:    hr.URL.RawQuery,
+		RawQuery:    nginxArgs(hr.RequestURI),
 		Target:      hr.RequestURI,
 		Header:      hr.Header,
 		Body:        body,

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/genderize-kong/genderize/testing/binaries"
 	"github.com/genderize-kong/genderize/testing/standin"
 )
 
@@ -70,16 +70,9 @@ var (
 func noopStockBin(b *testing.B) string {
 	b.Helper()
 	noopStockOnce.Do(func() {
-		root, err := moduleRoot()
-		if err != nil {
-			noopStockErr = err
-			return
-		}
 		path := filepath.Join(filepath.Dir(noopBin), "noop-gopdk")
-		build := exec.Command(goTool(), "build", "-o", path, "./testing/cmd/noop-gopdk")
-		build.Dir = root
-		if out, err := build.CombinedOutput(); err != nil {
-			noopStockErr = fmt.Errorf("build the no-op plugin on go-pdk's server: %v\n%s", err, out)
+		if err := binaries.Build("testing/cmd/noop-gopdk", path); err != nil {
+			noopStockErr = fmt.Errorf("the no-op plugin on go-pdk's server: %w", err)
 			return
 		}
 		noopStockPath = path

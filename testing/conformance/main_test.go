@@ -17,9 +17,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,6 +26,7 @@ import (
 	"time"
 
 	"github.com/genderize-kong/genderize/engine"
+	"github.com/genderize-kong/genderize/testing/binaries"
 	"github.com/genderize-kong/genderize/testing/standin"
 )
 
@@ -57,7 +56,7 @@ func runMain(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "conformance: GENDERIZE_DB: %v\n", err)
 		return 1
 	}
-	root, err := moduleRoot()
+	root, err := binaries.Root()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "conformance:", err)
 		return 1
@@ -72,17 +71,13 @@ func runMain(m *testing.M) int {
 	// Always test the current code: build the plugin binary here. Its
 	// file name is the plugin's name, as Kong requires.
 	pluginBin = filepath.Join(tmp, "genderize")
-	build := exec.Command(goTool(), "build", "-o", pluginBin, "./plugin/cmd/genderize")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "conformance: build the plugin: %v\n%s", err, out)
+	if err := binaries.Build("plugin/cmd/genderize", pluginBin); err != nil {
+		fmt.Fprintln(os.Stderr, "conformance: the plugin:", err)
 		return 1
 	}
 	noopBin = filepath.Join(tmp, "noop")
-	build = exec.Command(goTool(), "build", "-o", noopBin, "./testing/cmd/noop")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "conformance: build the no-op plugin: %v\n%s", err, out)
+	if err := binaries.Build("testing/cmd/noop", noopBin); err != nil {
+		fmt.Fprintln(os.Stderr, "conformance: the no-op plugin:", err)
 		return 1
 	}
 	if kongYML, err = os.ReadFile(filepath.Join(root, "kong", "kong.yml")); err != nil {
@@ -101,30 +96,6 @@ func runMain(m *testing.M) int {
 		code = 1
 	}
 	return code
-}
-
-func moduleRoot() (string, error) {
-	out, err := exec.Command(goTool(), "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", fmt.Errorf("not inside the module")
-	}
-	return filepath.Dir(gomod), nil
-}
-
-func goTool() string {
-	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {
-		return p
-	}
-	return "go"
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }
 
 // env is one Kong node: a stand-in with its own plugin process and its

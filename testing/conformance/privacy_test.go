@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/genderize-kong/genderize/testing/binaries"
 	"github.com/genderize-kong/genderize/testing/standin"
 )
 
@@ -84,7 +85,7 @@ const accessLogFormat = `genderize '$remote_addr - $remote_user [$time_local] "$
 // compose file all select one access-log format, and it has no variable
 // that holds the query string.
 func TestShippedAccessLogFormat(t *testing.T) {
-	root, err := moduleRoot()
+	root, err := binaries.Root()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,20 +15,15 @@ import (
 	"time"
 
 	"github.com/genderize-kong/genderize/engine"
+	"github.com/genderize-kong/genderize/testing/binaries"
 )
 
 // buildTool builds one of the module's commands into a test directory.
 func buildTool(t *testing.T, pkg string) string {
 	t.Helper()
-	root, err := moduleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	bin := filepath.Join(t.TempDir(), filepath.Base(pkg))
-	cmd := exec.Command(goTool(), "build", "-o", bin, "./"+pkg)
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build %s: %v\n%s", pkg, err, out)
+	if err := binaries.Build(pkg, bin); err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }

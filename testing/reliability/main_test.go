@@ -17,9 +17,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,6 +26,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/genderize-kong/genderize/testing/binaries"
 	"github.com/genderize-kong/genderize/testing/standin"
 )
 
@@ -49,7 +48,7 @@ func runMain(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "reliability: GENDERIZE_DB: %v\n", err)
 		return 1
 	}
-	root, err := moduleRoot()
+	root, err := binaries.Root()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "reliability:", err)
 		return 1
@@ -63,10 +62,8 @@ func runMain(m *testing.M) int {
 	// The current code, built as bin/genderize is; its file name is the
 	// plugin's name, as Kong requires.
 	pluginBin = filepath.Join(tmp, "genderize")
-	build := exec.Command(goTool(), "build", "-o", pluginBin, "./plugin/cmd/genderize")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "reliability: build the plugin: %v\n%s", err, out)
+	if err := binaries.Build("plugin/cmd/genderize", pluginBin); err != nil {
+		fmt.Fprintln(os.Stderr, "reliability: the plugin:", err)
 		return 1
 	}
 	if kongYML, err = os.ReadFile(filepath.Join(root, "kong", "kong.yml")); err != nil {
@@ -74,26 +71,6 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	return m.Run()
-}
-
-func moduleRoot() (string, error) {
-	out, err := exec.Command(goTool(), "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", fmt.Errorf("not inside the module")
-	}
-	return filepath.Dir(gomod), nil
-}
-
-func goTool() string {
-	p := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(p); err == nil {
-		return p
-	}
-	return "go"
 }
 
 // The load's caller: one consumer on a plan whose quota the test sets.

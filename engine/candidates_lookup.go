@@ -56,7 +56,7 @@ func (e *Engine) pairStmt(size, psize int) (*sql.Stmt, error) {
 		return s, nil
 	}
 	q := lookupQuery(batchSizes[size]) +
-		" UNION ALL SELECT n.key, n.country, n.form, n.female, n.male, n.female_share, n.sole, n.evidence FROM (VALUES (?,?)" +
+		" UNION ALL SELECT n.key, n.country, n.form, n.female, n.male, n.female_share, n.sole, coalesce(n.evidence, n.female + n.male) FROM (VALUES (?,?)" +
 		strings.Repeat(",(?,?)", batchSizes[psize]-1) +
 		") AS v JOIN names n ON n.key = v.column1 AND n.country = v.column2"
 	s, err := e.db.Prepare(q)

@@ -159,7 +159,7 @@ var cacheMetrics = false
 // come too: for a key found in one country only, the global row is the
 // country's row (see schema.sql).
 func lookupQuery(n int) string {
-	return "SELECT key, country, form, female, male, female_share, sole, evidence FROM names WHERE country IN ('', ?) AND key IN (?" +
+	return "SELECT key, country, form, female, male, female_share, sole, coalesce(evidence, female + male) FROM names WHERE country IN ('', ?) AND key IN (?" +
 		strings.Repeat(",?", n-1) + ")"
 }
 

@@ -62,7 +62,7 @@ func rawCounts(t *testing.T, key, country string) (female, male int64, share, ev
 	}
 	defer db.Close()
 	// A key found in one country only has its counts in its global row.
-	err = db.QueryRow(`SELECT female, male, female_share, evidence FROM names WHERE key = ? AND form = ?
+	err = db.QueryRow(`SELECT female, male, female_share, coalesce(evidence, female + male) FROM names WHERE key = ? AND form = ?
 		AND (country = ? OR (country = '' AND sole = ?))`,
 		key, schema.FormExact, country, country).Scan(&female, &male, &share, &evidence)
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 
 // Version is the schema version stored in meta.schema_version. Bump it
 // whenever schema.sql or the meaning of a column changes.
-const Version = 3
+const Version = 4
 
 // VersionString is Version as stored in the meta table.
 var VersionString = strconv.Itoa(Version)

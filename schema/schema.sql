@@ -47,7 +47,10 @@ CREATE TABLE countries (
 -- evidence is what the records are worth to the stated probability: each
 -- record counted at its source's trust (1 for a birth register, census or
 -- Wikidata person count, 1/2 for a noisy register or a lexicon entry; see
--- the importer's trust), summed like the counts.
+-- the importer's trust), summed like the counts. NULL stands for
+-- female + male, what every record at full trust is worth (most rows):
+-- a NULL takes no room in the row, a REAL eight bytes, and the file is
+-- mapped into every plugin process.
 CREATE TABLE names (
 	key          TEXT NOT NULL,
 	country      TEXT NOT NULL,
@@ -56,6 +59,6 @@ CREATE TABLE names (
 	male         INTEGER NOT NULL,
 	female_share REAL NOT NULL,
 	sole         TEXT, -- global rows only: the one country the key is found in
-	evidence     REAL NOT NULL,
+	evidence     REAL, -- NULL: female + male
 	PRIMARY KEY (key, country, form)
 ) WITHOUT ROWID;

@@ -496,7 +496,12 @@ func insertNames(ctx context.Context, tx *sql.Tx, rows []nameRow, st *status) er
 			if r.sole != "" {
 				sole = r.sole
 			}
-			args = append(args, r.key, r.country, r.form, r.female, r.male, r.share, sole, r.evidence)
+			// Full trust, the usual case, is stored as NULL (schema.sql).
+			var evidence any = r.evidence
+			if r.evidence == float64(r.female+r.male) {
+				evidence = nil
+			}
+			args = append(args, r.key, r.country, r.form, r.female, r.male, r.share, sole, evidence)
 		}
 		stmt := full
 		if len(chunk) < perStmt {

@@ -251,6 +251,22 @@ func TestBuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	// Evidence at full trust is stored as NULL (schema.sql); a lexicon
+	// entry, half a record, is stored as it is.
+	for _, tt := range []struct {
+		key, country string
+		want         sql.NullFloat64
+	}{
+		{"maria", "FR", sql.NullFloat64{}},
+		{"אבי", "", sql.NullFloat64{Float64: 0.5, Valid: true}},
+	} {
+		var got sql.NullFloat64
+		err := db.QueryRow("SELECT evidence FROM names WHERE key = ? AND form = 0 AND (country = ? OR (country = '' AND sole = ?))",
+			tt.key, tt.country, tt.country).Scan(&got)
+		if err != nil || got != tt.want {
+			t.Errorf("evidence of %s in %q: %+v (%v), want %+v", tt.key, tt.country, got, err, tt.want)
+		}
+	}
 	var read, kept, merged, dropped int64
 	var reasons, licence string
 	err = db.QueryRow("SELECT rows_read, rows_kept, rows_merged, rows_dropped, dropped, licence FROM sources WHERE id = 'test_counts'").

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"testing"
 )
 
 // Root returns the module's root directory.
@@ -48,4 +49,18 @@ func goTool() string {
 		return p
 	}
 	return "go"
+}
+
+// NamesDB builds a name database at out from long-format TSV rows with
+// genderize-db (tool, built by Build), the way an operator does: the
+// result is renamed over out.
+func NamesDB(t testing.TB, tool, out, tsv string) {
+	t.Helper()
+	src := filepath.Join(t.TempDir(), "rows.tsv")
+	if err := os.WriteFile(src, []byte(tsv), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if output, err := exec.Command(tool, "build", "-o", out, src).CombinedOutput(); err != nil {
+		t.Fatalf("genderize-db build: %v\n%s", err, output)
+	}
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -26,18 +25,6 @@ func buildTool(t *testing.T, pkg string) string {
 		t.Fatal(err)
 	}
 	return bin
-}
-
-// buildNamesDB runs `genderize-db build -o out` on one long-format TSV.
-func buildNamesDB(t *testing.T, tool, out, tsv string) {
-	t.Helper()
-	src := filepath.Join(t.TempDir(), "zz_swaptest.tsv")
-	if err := os.WriteFile(src, []byte(tsv), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(tool, "build", "-o", out, src).CombinedOutput(); err != nil {
-		t.Fatalf("genderize-db build: %v\n%s", err, out)
-	}
 }
 
 // The two databases of the swap: Swapname female in A, male in B.
@@ -77,13 +64,13 @@ func TestDatabaseSwap(t *testing.T) {
 	tool := buildTool(t, "schema/cmd/genderize-db")
 	dir := t.TempDir()
 	aPath, bPath, live := filepath.Join(dir, "a.db"), filepath.Join(dir, "b.db"), filepath.Join(dir, "names.db")
-	buildNamesDB(t, tool, aPath, swapTSVA)
-	buildNamesDB(t, tool, bPath, swapTSVB)
+	binaries.NamesDB(t, tool, aPath, swapTSVA)
+	binaries.NamesDB(t, tool, bPath, swapTSVB)
 	bodyA, bodyB := swapAnswer(t, aPath), swapAnswer(t, bPath)
 	if bytes.Equal(bodyA, bodyB) {
 		t.Fatalf("the two databases answer alike: %s", bodyA)
 	}
-	buildNamesDB(t, tool, live, swapTSVA)
+	binaries.NamesDB(t, tool, live, swapTSVA)
 
 	logs := &logBuffer{}
 	e := newEnv(t, envConfig{logs: logs, overrides: map[string]any{
@@ -140,7 +127,7 @@ func TestDatabaseSwap(t *testing.T) {
 
 	settle()
 	building := time.Now()
-	buildNamesDB(t, tool, live, swapTSVB) // in place: temporary file, then rename
+	binaries.NamesDB(t, tool, live, swapTSVB) // in place: temporary file, then rename
 	renamed := time.Now()
 	switchedB := firstFrom('B', building, "rename")
 
@@ -165,7 +152,7 @@ func TestDatabaseSwap(t *testing.T) {
 	// SIGHUP: back to A at once (the file is rebuilt elsewhere and renamed
 	// in after the signal handler is known to be there).
 	tmp := filepath.Join(dir, "next.db")
-	buildNamesDB(t, tool, tmp, swapTSVA)
+	binaries.NamesDB(t, tool, tmp, swapTSVA)
 	if err := os.Rename(tmp, live); err != nil {
 		t.Fatal(err)
 	}

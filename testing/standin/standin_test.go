@@ -9,14 +9,14 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/genderize-kong/genderize/testing/binaries"
 )
 
 var probeBin, noopBin string
@@ -29,10 +29,9 @@ func TestMain(m *testing.M) {
 	}
 	probeBin = filepath.Join(dir, "pdkprobe")
 	noopBin = filepath.Join(dir, "noop")
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-	for bin, pkg := range map[string]string{probeBin: "./testdata/pdkprobe", noopBin: "../cmd/noop"} {
-		if out, err := exec.Command(goTool, "build", "-o", bin, pkg).CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", pkg, err, out)
+	for bin, pkg := range map[string]string{probeBin: "testing/standin/testdata/pdkprobe", noopBin: "testing/cmd/noop"} {
+		if err := binaries.Build(pkg, bin); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 			os.RemoveAll(dir)
 			os.Exit(1)
 		}

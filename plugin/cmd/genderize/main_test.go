@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/genderize-kong/genderize/plugin/metrics/scrape"
 	"github.com/genderize-kong/genderize/schema"
+	"github.com/genderize-kong/genderize/testing/binaries"
 	"github.com/genderize-kong/genderize/testing/redisserver"
 	"github.com/genderize-kong/genderize/testing/standin"
 )
@@ -37,10 +37,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	bin, dbTool = filepath.Join(dir, "genderize"), filepath.Join(dir, "genderize-db")
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-	for out, pkg := range map[string]string{bin: ".", dbTool: "../../../schema/cmd/genderize-db"} {
-		if msg, err := exec.Command(goTool, "build", "-o", out, pkg).CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", pkg, err, msg)
+	for out, pkg := range map[string]string{bin: "plugin/cmd/genderize", dbTool: "schema/cmd/genderize-db"} {
+		if err := binaries.Build(pkg, out); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 			os.RemoveAll(dir)
 			os.Exit(1)
 		}
@@ -359,19 +358,6 @@ func TestMetricsRedisOutage(t *testing.T) {
 	}
 }
 
-// buildDB writes a name database at path from long-format TSV rows, with
-// genderize-db build (which renames its result over path).
-func buildDB(t *testing.T, path, tsv string) {
-	t.Helper()
-	src := filepath.Join(t.TempDir(), "rows.tsv")
-	if err := os.WriteFile(src, []byte(tsv), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(dbTool, "build", "-o", path, src).CombinedOutput(); err != nil {
-		t.Fatalf("genderize-db build: %v\n%s", err, out)
-	}
-}
-
 // TestMetricsFollowSwap: the database metrics describe whichever database
 // serves now; a database renamed over the file and reloaded (SIGHUP) shows
 // at the next scrape, with its own load time.
@@ -379,7 +365,7 @@ func TestMetricsFollowSwap(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	live := filepath.Join(t.TempDir(), "names.db")
-	buildDB(t, live, "Anna\tFR\tF\t300\nPeter\tFR\tM\t500\n")
+	binaries.NamesDB(t, dbTool, live, "Anna\tFR\tF\t300\nPeter\tFR\tM\t500\n")
 	s, base, url := startWithMetrics(t, ctx, map[string]any{"database_path": live})
 	if status := send(t, ctx, "GET", base+"/?name=anna&apikey=demo-pro-key"); status != 200 {
 		t.Fatalf("status %d", status)
@@ -397,7 +383,7 @@ func TestMetricsFollowSwap(t *testing.T) {
 		t.Fatalf("first database described as %q", before)
 	}
 
-	buildDB(t, live, "Anna\tFR\tF\t300\nPeter\tDE\tM\t500\nLuca\tIT\tM\t200\n")
+	binaries.NamesDB(t, dbTool, live, "Anna\tFR\tF\t300\nPeter\tDE\tM\t500\nLuca\tIT\tM\t200\n")
 	if err := syscall.Kill(s.PluginPID(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}

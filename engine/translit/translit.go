@@ -185,26 +185,28 @@ func isASCII(s string) bool {
 func perRune(key string, table map[rune]segment) ([]segment, bool) {
 	var segs []segment
 	for _, r := range key {
-		if s, ok := table[r]; ok {
-			segs = append(segs, s)
-			continue
-		}
-		if !breakRune(r) {
+		var ok bool
+		if segs, ok = appendLetter(segs, table, r); !ok {
 			return nil, false
 		}
-		segs = append(segs, segment{string(breakOf(r))})
 	}
 	return segs, true
 }
 
-func breakRune(r rune) bool { return r == ' ' || r == '-' || r == '\'' }
-
-func breakOf(r rune) rune {
-	if r == '\'' {
-		return '\''
+// appendLetter appends r's spellings from table, or r itself when it is a
+// word break; ok is false for a rune that is neither, which the script
+// cannot spell.
+func appendLetter(segs []segment, table map[rune]segment, r rune) ([]segment, bool) {
+	if s, ok := table[r]; ok {
+		return append(segs, s), true
 	}
-	return r
+	if !breakRune(r) {
+		return nil, false
+	}
+	return append(segs, segment{string(r)}), true
 }
+
+func breakRune(r rune) bool { return r == ' ' || r == '-' || r == '\'' }
 
 // greek follows the Greek passport spelling (ELOT 743) the Greek data uses
 // (Γιώργος -> giorgos, Ελένη -> eleni), with the older spellings as
@@ -228,14 +230,10 @@ func greek(key string) ([]segment, bool) {
 			i++
 			continue
 		}
-		if s, ok := greekLetters[r]; ok {
-			segs = append(segs, s)
-			continue
-		}
-		if !breakRune(r) {
+		var ok bool
+		if segs, ok = appendLetter(segs, greekLetters, r); !ok {
 			return nil, false
 		}
-		segs = append(segs, segment{string(r)})
 	}
 	return segs, true
 }
@@ -288,14 +286,10 @@ func cyrillic(key string) ([]segment, bool) {
 			segs = append(segs, segment{"iy", "ii", "i"})
 			i++
 		default:
-			s, ok := cyrillicLetters[r]
-			if !ok {
-				if !breakRune(r) {
-					return nil, false
-				}
-				s = segment{string(r)}
+			var ok bool
+			if segs, ok = appendLetter(segs, cyrillicLetters, r); !ok {
+				return nil, false
 			}
-			segs = append(segs, s)
 		}
 	}
 	return segs, true
@@ -332,14 +326,10 @@ func armenian(key string) ([]segment, bool) {
 			segs = append(segs, segment{"vo", "o"})
 			continue
 		}
-		s, ok := armenianLetters[r]
-		if !ok {
-			if !breakRune(r) {
-				return nil, false
-			}
-			s = segment{string(r)}
+		var ok bool
+		if segs, ok = appendLetter(segs, armenianLetters, r); !ok {
+			return nil, false
 		}
-		segs = append(segs, s)
 	}
 	return segs, true
 }

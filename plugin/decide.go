@@ -54,7 +54,9 @@ const (
 	reasonMethod                         // 405
 	reasonKey                            // 401
 	reasonSubscription                   // 402
-	reasonQuery                          // 422
+	reasonMissingName                    // 422, no name
+	reasonInvalidName                    // 422, a bad name or batch
+	reasonInvalidCountry                 // 422, a bad country_id
 	reasonThrottled                      // 429, too fast
 	reasonBatchTooLarge                  // 429, fewer names left than asked
 	reasonQuotaExhausted                 // 429, none left
@@ -62,7 +64,7 @@ const (
 	reasonInternal                       // 500
 )
 
-var reasonNames = [...]string{"none", "method", "key", "subscription", "query", "throttled", "batch_too_large", "quota_exhausted", "store_unavailable", "internal"}
+var reasonNames = [...]string{"none", "method", "key", "subscription", "missing_name", "invalid_name", "invalid_country", "throttled", "batch_too_large", "quota_exhausted", "store_unavailable", "internal"}
 
 func (r reason) String() string {
 	if int(r) < len(reasonNames) {
@@ -201,7 +203,7 @@ func (c *Config) decide(deps *dependencies, f *facts, now time.Time) (d decision
 	case inactive:
 		return c.refuse(deps, who, errNotActive, reasonSubscription)
 	case q.problem != nil:
-		return c.refuse(deps, who, q.problem, reasonQuery)
+		return c.refuse(deps, who, q.problem, q.problemReason)
 	}
 	if t := deps.throttle.Allow(who.key, now); t.Allowed == 0 {
 		d = c.refuse(deps, who, errTooLow, reasonThrottled)

@@ -1,7 +1,6 @@
 package plugin
 
 import (
-	"bytes"
 	"context"
 	"time"
 
@@ -43,15 +42,12 @@ func refusalReason(d *decision) metrics.Reason {
 		return metrics.InvalidKey
 	case reasonSubscription:
 		return metrics.InactiveSubscription
-	case reasonQuery:
-		// One reason for three errors of the query: the body says which.
-		switch {
-		case bytes.Equal(d.body, errMissingName.body):
-			return metrics.MissingName
-		case bytes.Equal(d.body, errInvalidCountry.body):
-			return metrics.InvalidCountry
-		}
+	case reasonMissingName:
+		return metrics.MissingName
+	case reasonInvalidName:
 		return metrics.InvalidName
+	case reasonInvalidCountry:
+		return metrics.InvalidCountry
 	case reasonThrottled:
 		return metrics.Throttled
 	case reasonBatchTooLarge:

@@ -23,8 +23,10 @@ type query struct {
 	// apikey is true when an apikey parameter is present, whatever its
 	// value.
 	apikey bool
-	// problem is the first 422 the request deserves, nil if none.
-	problem *apiError
+	// problem is the first 422 the request deserves, nil if none, and
+	// problemReason which of the three it is.
+	problem       *apiError
+	problemReason reason
 }
 
 // parseQuery reads a raw query as Kong hands it over (still percent-encoded,
@@ -117,11 +119,11 @@ func parseQuery(raw string, maxBatch, maxNameLength int) query {
 	q.batch = batched > 0 || singles > 1
 	switch {
 	case singles+batched == 0:
-		q.problem = errMissingName
+		q.problem, q.problemReason = errMissingName, reasonMissingName
 	case badName, singles > 0 && batched > 0, singles+batched > maxBatch:
-		q.problem = errInvalidName
+		q.problem, q.problemReason = errInvalidName, reasonInvalidName
 	case badCountry, countries > 1:
-		q.problem = errInvalidCountry
+		q.problem, q.problemReason = errInvalidCountry, reasonInvalidCountry
 	}
 	if q.problem != nil {
 		q.names = nil
